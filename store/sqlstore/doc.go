@@ -1,0 +1,37 @@
+// Package sqlstore implements store.Backend on SQLite (modernc.org/sqlite,
+// the embedded default) and PostgreSQL (github.com/jackc/pgx/v5), with one
+// body of SQL and a small dialect for the differences.
+//
+// # Transactions and ordering
+//
+// Every mutation runs in one transaction that first locks its store's row
+// (SELECT ... FOR UPDATE on PostgreSQL; on SQLite, a process-wide writer
+// mutex plus BEGIN IMMEDIATE), then checks preconditions, path conflicts
+// and the memory cap, then writes the memory, its version row and its
+// change-feed row. The change sequence number is memory_stores.last_seq + 1,
+// assigned in that same transaction, so the feed is gap-free and strictly
+// increasing per store and a reader never sees a seq whose write is not
+// committed.
+//
+// # Schema
+//
+// Timestamps are BIGINT microseconds since the Unix epoch (UTC). Paths are
+// compared byte-wise (PostgreSQL: COLLATE "C"), which gives the stable
+// listing order and makes "everything below /a/" the range
+// ["/a/", "/a0") because '0' is the byte after '/'. Migrations are
+// numbered, applied in order in their own transactions, and recorded in
+// schema_migrations; a fresh database migrates itself on Open.
+//
+// # Change feed wake-ups
+//
+// A commit wakes local long polls directly. On PostgreSQL the transaction
+// also runs pg_notify('memfs_changes', store_id), delivered at commit, and
+// every process LISTENs on that channel, so waiters in other memfs serve
+// processes sharing the database wake too.
+//
+// # Durability
+//
+// SQLite runs in WAL mode with synchronous=FULL by default: a write that
+// was acknowledged survives kill -9 and power loss. Options.SQLiteSynchronous
+// may relax that to NORMAL (survives a process crash, not a power loss).
+package sqlstore

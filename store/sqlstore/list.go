@@ -1,0 +1,104 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/memfs/memfs/store"
+)
+
+// ListMemories lists memories in byte-wise path order. With Depth 1, a
+// memory more than one level below the prefix is rolled up into a
+// memory_prefix item for its first-level directory, placed where that
+// directory's first memory would be; the listing then resumes past the
+// directory's subtree.
+func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
+	var page store.Page[store.MemoryListItem]
+	if _, err := db.GetStore(ctx, storeID); err != nil {
+		return page, err
+	}
+	tok, err := decodeToken(opts.Page)
+	if err != nil {
+		return page, err
+	}
+	limit := clampLimit(opts.Limit, opts.Full)
+	prefix := opts.PathPrefix
+	if prefix == "" {
+		prefix = "/"
+	}
+	// Range of the prefix's subtree: [prefix, end).
+	end := subtreeEnd(strings.TrimSuffix(prefix, "/"))
+	if prefix == "/" {
+		end = "0"
+	}
+	bound, exclusive := prefix, false
+	if opts.Page != "" {
+		bound, exclusive = tok.K, tok.X
+		if bound < prefix {
+			bound, exclusive = prefix, false
+		}
+	}
+	cols := memoryColumns
+	if !opts.Full {
+		cols = strings.Replace(memoryColumns, "content", "'' AS content", 1)
+	}
+	for len(page.Data) < limit {
+		op := ">="
+		if exclusive {
+			op = ">"
+		}
+		want := limit - len(page.Data) + 1
+		rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+cols+` FROM memories WHERE store_id = ? AND path `+op+` ? AND path < ? ORDER BY path LIMIT ?`),
+			storeID, bound, end, want)
+		if err != nil {
+			return page, mapErr(err)
+		}
+		var batch []*store.Memory
+		for rows.Next() {
+			m, err := scanMemory(rows, opts.Full)
+			if err != nil {
+				rows.Close()
+				return page, mapErr(err)
+			}
+			batch = append(batch, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return page, mapErr(err)
+		}
+		if len(batch) == 0 {
+			return page, nil
+		}
+		rolledUp := false
+		for _, m := range batch {
+			if len(page.Data) == limit {
+				page.NextPage = encodeToken(pageToken{K: bound, X: exclusive})
+				return page, nil
+			}
+			rest := m.Path[len(prefix):]
+			if i := strings.IndexByte(rest, '/'); opts.Depth == 1 && i >= 0 {
+				dir := prefix + rest[:i]
+				page.Data = append(page.Data, store.MemoryListItem{Prefix: dir + "/"})
+				bound, exclusive = subtreeEnd(dir), false
+				rolledUp = true
+				break // re-query past the directory's subtree
+			}
+			page.Data = append(page.Data, store.MemoryListItem{Memory: m})
+			bound, exclusive = m.Path, true
+		}
+		if !rolledUp && len(batch) < want {
+			return page, nil // the range is exhausted
+		}
+	}
+	// Page full: is there anything after bound?
+	op := ">="
+	if exclusive {
+		op = ">"
+	}
+	var one int
+	err = db.sql.QueryRowContext(ctx, db.d.q(`SELECT 1 FROM memories WHERE store_id = ? AND path `+op+` ? AND path < ? LIMIT 1`), storeID, bound, end).Scan(&one)
+	if err == nil {
+		page.NextPage = encodeToken(pageToken{K: bound, X: exclusive})
+	}
+	return page, nil
+}

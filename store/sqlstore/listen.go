@@ -1,0 +1,87 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sirupsen/logrus"
+)
+
+// notifyChannel is the PostgreSQL NOTIFY channel; the payload is a store id.
+const notifyChannel = "memfs_changes"
+
+// pgListener holds one dedicated connection that LISTENs for commits made
+// by any process and wakes this process's waiters. It reconnects with
+// capped backoff and, after a reconnect, wakes everyone (notifications
+// sent while it was away are lost).
+type pgListener struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startListener(ctx context.Context, dsn string, h *hub, log logrus.FieldLogger) (*pgListener, error) {
+	conn, err := listenConn(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	l := &pgListener{cancel: cancel}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		backoff := 100 * time.Millisecond
+		for {
+			err := listenLoop(lctx, conn, h)
+			conn.Close(context.Background()) //nolint:errcheck
+			if lctx.Err() != nil {
+				return
+			}
+			log.WithError(err).Warn("postgres LISTEN connection lost; reconnecting")
+			for {
+				select {
+				case <-lctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				conn, err = listenConn(lctx, dsn)
+				if err == nil {
+					backoff = 100 * time.Millisecond
+					h.notifyAll()
+					break
+				}
+				backoff = min(backoff*2, 10*time.Second)
+			}
+		}
+	}()
+	return l, nil
+}
+
+func listenConn(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres listener: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		conn.Close(ctx) //nolint:errcheck
+		return nil, fmt.Errorf("postgres LISTEN: %w", err)
+	}
+	return conn, nil
+}
+
+func listenLoop(ctx context.Context, conn *pgx.Conn, h *hub) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		h.notify(n.Payload)
+	}
+}
+
+func (l *pgListener) close() {
+	l.cancel()
+	l.wg.Wait()
+}

@@ -1,0 +1,230 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/memfs/memfs/store"
+)
+
+const memoryColumns = `id, store_id, version_id, path, content, sha, size, created_at, updated_at`
+
+func scanMemory(r rowScanner, full bool) (*store.Memory, error) {
+	var m store.Memory
+	var content string
+	var created, updated int64
+	if err := r.Scan(&m.ID, &m.MemoryStoreID, &m.MemoryVersionID, &m.Path, &content, &m.ContentSHA256, &m.ContentSizeBytes, &created, &updated); err != nil {
+		return nil, err
+	}
+	m.Type = store.TypeMemory
+	m.CreatedAt, m.UpdatedAt = micros(created), micros(updated)
+	if full {
+		m.Content = &content
+	}
+	return &m, nil
+}
+
+func notFoundMemory(id string) error {
+	return store.Errorf(store.ErrNotFound, "memory %s not found", id)
+}
+
+// subtreeEnd is the first path after every path below dir ("/a" -> "/a0"):
+// '0' is the byte after '/', so [dir+"/", subtreeEnd(dir)) is the subtree.
+func subtreeEnd(dir string) string { return dir + "0" }
+
+// checkPathFree enforces uniqueness and file/directory exclusivity for a
+// memory (other than selfID) about to take path p.
+func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID string) error {
+	var id, other string
+	// p itself, or a memory below p (p would be a directory).
+	err := tx.QueryRowContext(ctx, db.d.q(`SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND (path = ? OR (path >= ? AND path < ?)) ORDER BY path LIMIT 1`),
+		storeID, selfID, p, p+"/", subtreeEnd(p)).Scan(&id, &other)
+	if err == nil {
+		return store.PathConflict(p, id, other)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return mapErr(err)
+	}
+	// A memory at an ancestor of p (p would be below a file).
+	var ancestors []any
+	for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
+		ancestors = append(ancestors, p[:i])
+	}
+	if len(ancestors) == 0 {
+		return nil
+	}
+	q := `SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND path IN (?` + strings.Repeat(", ?", len(ancestors)-1) + `) LIMIT 1`
+	err = tx.QueryRowContext(ctx, db.d.q(q), append([]any{storeID, selfID}, ancestors...)...).Scan(&id, &other)
+	if err == nil {
+		return store.PathConflict(p, id, other)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return mapErr(err)
+	}
+	return nil
+}
+
+// change is what one mutation appends: a version row and a feed row.
+type change struct {
+	op, memoryID, path, prevPath string
+	content                      *string
+	actor                        store.Actor
+}
+
+// record appends the version and change-feed rows of one mutation and
+// returns the new version id. It advances st.lastSeq; writeTx stores it.
+func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *lockedStore, c change, now int64) (string, error) {
+	vid := store.NewID(store.PrefixVersion)
+	var sha, size any
+	if c.content != nil {
+		sha, size = store.SHA256Hex(*c.content), int64(len(*c.content))
+	}
+	var content any
+	if c.content != nil {
+		content = *c.content
+	}
+	actorID := c.actor.APIKeyID
+	if c.actor.Type == store.ActorSession {
+		actorID = c.actor.SessionID
+	}
+	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_versions (id, store_id, memory_id, operation, path, content, sha, size, created_at, actor_type, actor_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		vid, storeID, c.memoryID, c.op, c.path, content, sha, size, now, c.actor.Type, actorID); err != nil {
+		return "", mapErr(err)
+	}
+	st.lastSeq++
+	var prev any
+	if c.prevPath != "" {
+		prev = c.prevPath
+	}
+	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_changes (store_id, seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		storeID, st.lastSeq, c.op, c.memoryID, c.path, prev, sha, size, vid, c.actor.Type, actorID, now); err != nil {
+		return "", mapErr(err)
+	}
+	return vid, nil
+}
+
+func archivedErr(storeID string) error {
+	return store.Errorf(store.ErrForbidden, "memory store %s is archived; its memories can't be changed", storeID)
+}
+
+// CreateMemory creates a memory at a free path.
+func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
+	id := store.NewID(store.PrefixMemory)
+	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
+		if st.archived {
+			return archivedErr(storeID)
+		}
+		if err := db.checkPathFree(ctx, tx, storeID, in.Path, ""); err != nil {
+			return err
+		}
+		if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
+			return &store.Error{Kind: store.ErrLimit, Code: "memory_limit_reached",
+				Message: "memory store " + storeID + " is at its limit of memories; delete some to create more"}
+		}
+		now := db.now()
+		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpCreated, memoryID: id, path: in.Path, content: &in.Content, actor: in.Actor}, now)
+		if err != nil {
+			return err
+		}
+		st.memoryCount++
+		_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			id, storeID, vid, in.Path, in.Content, store.SHA256Hex(in.Content), len(in.Content), now, now)
+		return mapErr(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.GetMemory(ctx, storeID, id)
+}
+
+// GetMemory reads a memory with its content.
+func (db *DB) GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error) {
+	m, err := scanMemory(db.sql.QueryRowContext(ctx, db.d.q(`SELECT `+memoryColumns+` FROM memories WHERE store_id = ? AND id = ?`), storeID, memoryID), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, serr := db.GetStore(ctx, storeID); serr != nil {
+			return nil, serr
+		}
+		return nil, notFoundMemory(memoryID)
+	}
+	return m, mapErr(err)
+}
+
+func preconditionFailed(memoryID, want, have string) error {
+	return &store.Error{Kind: store.ErrPreconditionFailed, Code: "memory_precondition_failed",
+		Message: "memory " + memoryID + " has content_sha256 " + have + ", not the expected " + want}
+}
+
+// UpdateMemory changes content and/or path under an optional precondition.
+func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error) {
+	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
+		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(`SELECT `+memoryColumns+` FROM memories WHERE store_id = ? AND id = ?`), storeID, memoryID), true)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundMemory(memoryID)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if st.archived {
+			return archivedErr(storeID)
+		}
+		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
+			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
+		}
+		newPath, newContent := cur.Path, *cur.Content
+		if in.Path != nil {
+			newPath = *in.Path
+		}
+		if in.Content != nil {
+			newContent = *in.Content
+		}
+		if newPath == cur.Path && newContent == *cur.Content {
+			return nil // changes nothing: no version
+		}
+		prev := ""
+		if newPath != cur.Path {
+			if err := db.checkPathFree(ctx, tx, storeID, newPath, memoryID); err != nil {
+				return err
+			}
+			prev = cur.Path
+		}
+		now := db.now()
+		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpModified, memoryID: memoryID, path: newPath, prevPath: prev, content: &newContent, actor: in.Actor}, now)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, db.d.q(`UPDATE memories SET version_id = ?, path = ?, content = ?, sha = ?, size = ?, updated_at = ? WHERE id = ?`),
+			vid, newPath, newContent, store.SHA256Hex(newContent), len(newContent), now, memoryID)
+		return mapErr(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.GetMemory(ctx, storeID, memoryID)
+}
+
+// DeleteMemory deletes a memory under an optional precondition.
+func (db *DB) DeleteMemory(ctx context.Context, storeID, memoryID string, in store.DeleteMemoryInput) error {
+	return db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
+		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(`SELECT `+memoryColumns+` FROM memories WHERE store_id = ? AND id = ?`), storeID, memoryID), false)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundMemory(memoryID)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if st.archived {
+			return archivedErr(storeID)
+		}
+		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
+			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
+		}
+		if _, err := db.record(ctx, tx, storeID, st, change{op: store.OpDeleted, memoryID: memoryID, path: cur.Path, actor: in.Actor}, db.now()); err != nil {
+			return err
+		}
+		st.memoryCount--
+		_, err = tx.ExecContext(ctx, db.d.q(`DELETE FROM memories WHERE id = ?`), memoryID)
+		return mapErr(err)
+	})
+}

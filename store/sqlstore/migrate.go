@@ -1,0 +1,150 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// schemaV1 is the first schema, written once for both dialects; the
+// tokens {SERIAL}, {BLOB} and {PATH} are replaced per dialect.
+const schemaV1 = `
+CREATE TABLE api_keys (
+	id         TEXT PRIMARY KEY,
+	kind       TEXT NOT NULL,
+	hash       {BLOB} NOT NULL UNIQUE,
+	created_at BIGINT NOT NULL
+);
+CREATE TABLE memory_stores (
+	n            {SERIAL},
+	id           TEXT NOT NULL UNIQUE,
+	name         TEXT NOT NULL,
+	description  TEXT NOT NULL,
+	metadata     TEXT NOT NULL,
+	created_at   BIGINT NOT NULL,
+	updated_at   BIGINT NOT NULL,
+	archived_at  BIGINT,
+	last_seq     BIGINT NOT NULL DEFAULT 0,
+	pruned_seq   BIGINT NOT NULL DEFAULT 0,
+	memory_count BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE memories (
+	id         TEXT PRIMARY KEY,
+	store_id   TEXT NOT NULL REFERENCES memory_stores(id) ON DELETE CASCADE,
+	path       {PATH} NOT NULL,
+	content    TEXT NOT NULL,
+	sha        TEXT NOT NULL,
+	size       BIGINT NOT NULL,
+	version_id TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	UNIQUE (store_id, path)
+);
+CREATE TABLE memory_versions (
+	n                {SERIAL},
+	id               TEXT NOT NULL UNIQUE,
+	store_id         TEXT NOT NULL REFERENCES memory_stores(id) ON DELETE CASCADE,
+	memory_id        TEXT NOT NULL,
+	operation        TEXT NOT NULL,
+	path             {PATH},
+	content          TEXT,
+	sha              TEXT,
+	size             BIGINT,
+	created_at       BIGINT NOT NULL,
+	actor_type       TEXT NOT NULL,
+	actor_id         TEXT NOT NULL,
+	redacted_at      BIGINT,
+	redacted_by_type TEXT,
+	redacted_by_id   TEXT
+);
+CREATE INDEX memory_versions_store ON memory_versions (store_id, n);
+CREATE INDEX memory_versions_memory ON memory_versions (store_id, memory_id, n);
+CREATE TABLE memory_changes (
+	store_id      TEXT NOT NULL REFERENCES memory_stores(id) ON DELETE CASCADE,
+	seq           BIGINT NOT NULL,
+	operation     TEXT NOT NULL,
+	memory_id     TEXT NOT NULL,
+	path          {PATH},
+	previous_path {PATH},
+	sha           TEXT,
+	size          BIGINT,
+	version_id    TEXT NOT NULL,
+	actor_type    TEXT NOT NULL,
+	actor_id      TEXT NOT NULL,
+	created_at    BIGINT NOT NULL,
+	PRIMARY KEY (store_id, seq)
+);
+CREATE INDEX memory_changes_time ON memory_changes (created_at);
+`
+
+func sqliteMigrations() []string {
+	r := strings.NewReplacer("{SERIAL}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{BLOB}", "BLOB", "{PATH}", "TEXT")
+	return []string{r.Replace(schemaV1)}
+}
+
+func postgresMigrations() []string {
+	r := strings.NewReplacer("{SERIAL}", "BIGSERIAL PRIMARY KEY", "{BLOB}", "BYTEA", "{PATH}", `TEXT COLLATE "C"`)
+	return []string{r.Replace(schemaV1)}
+}
+
+// migrate applies every migration not yet recorded, each in its own
+// transaction. On PostgreSQL an advisory lock keeps two processes that
+// start at once from migrating together.
+func (db *DB) migrate(ctx context.Context) error {
+	if db.d.name == "postgres" {
+		conn, err := db.sql.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(7171)"); err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7171)") //nolint:errcheck
+		return db.migrateOn(ctx, conn)
+	}
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return db.migrateOn(ctx, conn)
+}
+
+func (db *DB) migrateOn(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var have int
+	if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if have > len(db.d.migrations) {
+		return fmt.Errorf("database schema version %d is newer than this memfs (%d); upgrade memfs", have, len(db.d.migrations))
+	}
+	for v := have + 1; v <= len(db.d.migrations); v++ {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range strings.Split(db.d.migrations[v-1], ";") {
+			if strings.TrimSpace(stmt) == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				tx.Rollback() //nolint:errcheck
+				return fmt.Errorf("migration %d: %w", v, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`), v, time.Now().UnixMicro()); err != nil {
+			tx.Rollback() //nolint:errcheck
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
