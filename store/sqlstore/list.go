@@ -7,11 +7,12 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// ListMemories lists memories in byte-wise path order. With Depth 1, a
-// memory more than one level below the prefix is rolled up into a
-// memory_prefix item for its first-level directory, placed where that
+// ListMemories lists memories in byte-wise path order. With Depth n > 0, a
+// memory more than n levels below the prefix is rolled up into a
+// memory_prefix item for its level-n directory, placed where that
 // directory's first memory would be; the listing then resumes past the
-// directory's subtree.
+// directory's subtree. (api.md defines depth 0 and 1; deeper values follow
+// the same rule.)
 func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
 	var page store.Page[store.MemoryListItem]
 	if _, err := db.GetStore(ctx, storeID); err != nil {
@@ -76,7 +77,7 @@ func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListM
 				return page, nil
 			}
 			rest := m.Path[len(prefix):]
-			if i := strings.IndexByte(rest, '/'); opts.Depth == 1 && i >= 0 {
+			if i := nthSlash(rest, opts.Depth); i >= 0 {
 				dir := prefix + rest[:i]
 				page.Data = append(page.Data, store.MemoryListItem{Prefix: dir + "/"})
 				bound, exclusive = subtreeEnd(dir), false
@@ -101,4 +102,21 @@ func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListM
 		page.NextPage = encodeToken(pageToken{K: bound, X: exclusive})
 	}
 	return page, nil
+}
+
+// nthSlash returns the index of the n-th '/' in s, or -1 when n <= 0 or s
+// has fewer.
+func nthSlash(s string, n int) int {
+	if n <= 0 {
+		return -1
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			n--
+			if n == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }

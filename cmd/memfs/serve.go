@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/server"
+	"github.com/memfs/memfs/store/sqlstore"
+)
+
+func init() {
+	register("serve", "run the store service (the Memory Stores API)", runServe)
+}
+
+// serveConfig is what `memfs serve` is told by flags and environment.
+type serveConfig struct {
+	listen, db, dataDir, adminKey string
+	maxMemories                   int
+	changeRetention               time.Duration
+	sqliteSync                    string
+	logFormat, logLevel           string
+}
+
+func (c *serveConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.listen, "listen", envOr("127.0.0.1:8080", "MEMFS_LISTEN"), "address to listen on (env MEMFS_LISTEN); port 0 picks a free one")
+	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a postgres:// URL, or a SQLite file (env MEMFS_DB; default <data-dir>/memfs.db)")
+	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
+	fs.StringVar(&c.adminKey, "admin-key", "", "admin API key to accept (env MEMFS_ADMIN_KEY); when none is given or stored, one is generated into <data-dir>/admin.key")
+	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, "memories one store may hold")
+	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
+	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
+	addLogFlags(fs, &c.logFormat, &c.logLevel)
+}
+
+// defaultDataDir is /var/lib/memfs as root, else $XDG_DATA_HOME/memfs
+// (~/.local/share/memfs).
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/memfs"
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "memfs")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "share", "memfs")
+}
+
+func runServe(args []string) error {
+	var c serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: memfs serve [flags]
+
+Runs the store service: the Memory Stores API (wire-compatible with the
+Claude Managed Agents API) on SQLite (default) or PostgreSQL (--db
+postgres://...). On first start without --admin-key it generates an admin
+key, keeps only its hash, and writes the key to <data-dir>/admin.key
+(mode 0600). SIGTERM or SIGINT finishes in-flight requests and exits 0.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	c.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if c.adminKey == "" {
+		c.adminKey = os.Getenv("MEMFS_ADMIN_KEY")
+	}
+	log, err := newLogger(c.logFormat, c.logLevel)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return serve(ctx, c, log, func(addr string) {
+		fmt.Printf("memfs serve: listening on http://%s\n", addr)
+	})
+}
+
+// serve runs the service until ctx ends, then shuts down gracefully.
+// ready is called with the bound address once requests are accepted.
+func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(addr string)) error {
+	dsn := c.db
+	if dsn == "" {
+		dsn = filepath.Join(c.dataDir, "memfs.db")
+	}
+	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{MaxMemoriesPerStore: c.maxMemories, SQLiteSynchronous: c.sqliteSync, Log: log})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := server.EnsureAdminKey(ctx, db, c.adminKey, c.dataDir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case res.Generated:
+		fmt.Printf("memfs serve: generated an admin key; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", res.KeyFile, res.KeyFile)
+	case res.KeyFile != "":
+		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
+	}
+	srv, err := server.New(server.Options{Backend: db, Log: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another memfs serve running? pick another --listen)", c.listen, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	pruneDone := make(chan struct{})
+	pruneCtx, cancelPrune := context.WithCancel(context.Background())
+	go func() {
+		defer close(pruneDone)
+		pruneChanges(pruneCtx, db, c.changeRetention, log)
+	}()
+	ready(ln.Addr().String())
+	log.WithFields(logrus.Fields{"addr": ln.Addr().String(), "db": db.Dialect()}).Info("memfs serve started")
+
+	select {
+	case err := <-served:
+		cancelPrune()
+		<-pruneDone
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	srv.BeginShutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	cancelPrune()
+	<-pruneDone
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("memfs serve stopped")
+	return nil
+}
+
+// pruneChanges drops change-feed entries older than retention, hourly.
+func pruneChanges(ctx context.Context, db store.ChangeFeed, retention time.Duration, log logrus.FieldLogger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := db.PruneChanges(ctx, time.Now().Add(-retention)); err != nil && ctx.Err() == nil {
+			log.WithError(err).Warn("pruning the change feed failed; will retry")
+		} else if n > 0 {
+			log.WithField("entries", n).Debug("pruned the change feed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/memfs/memfs/store"
+)
+
+// AdminKeyFile is the name of the generated admin key file in the data dir.
+const AdminKeyFile = "admin.key"
+
+// AdminKeyResult says what EnsureAdminKey did.
+type AdminKeyResult struct {
+	// KeyFile is where the generated key is (empty when none was generated
+	// now or before).
+	KeyFile string
+	// Generated is true when a new key was generated and written now.
+	Generated bool
+}
+
+// EnsureAdminKey makes sure the backend has an admin key. A given key is
+// registered (its hash only) if new. With no key given and none stored, a
+// random key is generated, its hash stored, and the key itself written to
+// <dataDir>/admin.key with mode 0600 (tmp, fsync, rename, fsync dir).
+func EnsureAdminKey(ctx context.Context, b store.KeyStore, given, dataDir string) (AdminKeyResult, error) {
+	var res AdminKeyResult
+	if given != "" {
+		if len(given) < 16 {
+			return res, errors.New("the admin key must be at least 16 characters")
+		}
+		_, err := b.LookupAPIKey(ctx, HashKey(given))
+		if errors.Is(err, store.ErrUnauthorized) {
+			_, err = b.CreateAPIKey(ctx, store.KeyKindAdmin, HashKey(given))
+		}
+		return res, err
+	}
+	path := filepath.Join(dataDir, AdminKeyFile)
+	n, err := b.CountAPIKeys(ctx, store.KeyKindAdmin)
+	if err != nil {
+		return res, err
+	}
+	if n > 0 {
+		if _, err := os.Stat(path); err == nil {
+			res.KeyFile = path
+		}
+		return res, nil
+	}
+	key := NewKey("sk-memfs-admin-")
+	if err := WriteFileDurable(path, []byte(key+"\n"), 0o600); err != nil {
+		return res, fmt.Errorf("write the admin key: %w", err)
+	}
+	if _, err := b.CreateAPIKey(ctx, store.KeyKindAdmin, HashKey(key)); err != nil {
+		os.Remove(path)
+		return res, err
+	}
+	return AdminKeyResult{KeyFile: path, Generated: true}, nil
+}
+
+// WriteFileDurable writes a file so that a crash leaves either the old or
+// the new content: tmp file, fsync, rename, fsync the directory.
+func WriteFileDurable(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

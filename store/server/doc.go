@@ -1,0 +1,17 @@
+// Package server is the HTTP face of memfs serve: the Memory Stores API of
+// api.md over a store.Backend, wire-compatible with the Claude Managed
+// Agents API so the official SDK works against it unchanged.
+//
+// Every response carries a request-id header; every error is the JSON
+// envelope {"type":"error","error":{...},"request_id":...} built in one
+// place (errors.go) from the store package's typed errors. 4xx answers that
+// a retry can't fix carry x-should-retry: false; 503 carries retry-after.
+//
+// Authentication (auth.go) accepts x-api-key or Authorization: Bearer and
+// looks keys up by their SHA-256 hash; keys are random 256-bit values, so a
+// plain hash is the right storage (no salt or slow hash is needed).
+//
+// Lifecycle: New validates Options; Handler serves; BeginShutdown wakes
+// every change-feed long poll so that http.Server.Shutdown can finish
+// in-flight requests promptly.
+package server

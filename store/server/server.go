@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Backend is the store (required).
+	Backend store.Backend
+	// Log receives request errors (default: logrus's standard logger).
+	Log logrus.FieldLogger
+	// MaxBodyBytes caps a request body (default 1 MiB; memory content is
+	// capped at 100 KiB separately, JSON escaping may need more).
+	MaxBodyBytes int64
+	// MaxWait caps a change-feed long poll (default 30 s).
+	MaxWait time.Duration
+	// KeyCacheTTL is how long a verified key is trusted without a database
+	// look-up (default 30 s).
+	KeyCacheTTL time.Duration
+}
+
+// Validate checks the options and fills in defaults.
+func (o *Options) Validate() error {
+	if o.Backend == nil {
+		return errors.New("server: Backend is required")
+	}
+	if o.Log == nil {
+		o.Log = logrus.StandardLogger()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 30 * time.Second
+	}
+	if o.KeyCacheTTL <= 0 {
+		o.KeyCacheTTL = 30 * time.Second
+	}
+	return nil
+}
+
+// Server serves the API.
+type Server struct {
+	opts Options
+	b    store.Backend
+	log  logrus.FieldLogger
+	mux  *http.ServeMux
+	keys keyCache
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{} // closed by BeginShutdown
+}
+
+// New builds a Server.
+func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, b: opts.Backend, log: opts.Log, mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s.keys.ttl = opts.KeyCacheTTL
+	s.routes()
+	return s, nil
+}
+
+// BeginShutdown makes every change-feed long poll answer now, so that
+// http.Server.Shutdown finds no request waiting for commits.
+func (s *Server) BeginShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
+}
+
+// handlerFunc is an API handler: it returns the status and value to encode,
+// or an error for writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p *principal) (int, any, error)
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		status, v, err := h(w, r, p)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, status, v)
+	})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// ServeHTTP assigns the request id and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b [12]byte
+	rand.Read(b[:]) //nolint:errcheck
+	id := "req_" + hex.EncodeToString(b[:])
+	w.Header().Set("request-id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	s.mux.ServeHTTP(w, r)
+}
+
+// Handler returns the server as an http.Handler.
+func (s *Server) Handler() http.Handler { return s }
+
+func (s *Server) routes() {
+	// Memory stores.
+	s.handle("POST /v1/memory_stores", s.createStore)
+	s.handle("GET /v1/memory_stores", s.listStores)
+	s.handle("GET /v1/memory_stores/{store_id}", s.getStore)
+	s.handle("POST /v1/memory_stores/{store_id}", s.updateStore)
+	s.handle("POST /v1/memory_stores/{store_id}/archive", s.archiveStore)
+	s.handle("DELETE /v1/memory_stores/{store_id}", s.deleteStore)
+	// Memories.
+	s.handle("POST /v1/memory_stores/{store_id}/memories", s.createMemory)
+	s.handle("GET /v1/memory_stores/{store_id}/memories", s.listMemories)
+	s.handle("GET /v1/memory_stores/{store_id}/memories/{memory_id}", s.getMemory)
+	s.handle("POST /v1/memory_stores/{store_id}/memories/{memory_id}", s.updateMemory)
+	s.handle("DELETE /v1/memory_stores/{store_id}/memories/{memory_id}", s.deleteMemory)
+	// Versions.
+	s.handle("GET /v1/memory_stores/{store_id}/memory_versions", s.listVersions)
+	s.handle("GET /v1/memory_stores/{store_id}/memory_versions/{version_id}", s.getVersion)
+	s.handle("POST /v1/memory_stores/{store_id}/memory_versions/{version_id}/redact", s.redactVersion)
+	// The change feed (memfs extension).
+	s.handle("GET /v1/memory_stores/{store_id}/changes", s.changes)
+	// Everything else: a 404 in the error envelope.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, store.Errorf(store.ErrNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+}
