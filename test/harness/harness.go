@@ -1,0 +1,205 @@
+// Package harness runs real memfs processes for integration tests: it
+// builds the memfs binary once per test binary and starts `memfs serve`
+// on a free loopback port with its own data dir, over SQLite or a fresh
+// PostgreSQL database.
+package harness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the path of a memfs binary built from this checkout.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "memfs-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "memfs")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/memfs")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// ServeOptions configure a memfs serve process.
+type ServeOptions struct {
+	// DB is the --db value ("" = SQLite in DataDir).
+	DB string
+	// DataDir is reused across restarts; "" = a new t.TempDir().
+	DataDir string
+	// AdminKey is passed as --admin-key; "" = a fixed test key.
+	AdminKey string
+	// Listen is the address ("" = 127.0.0.1:0, a free port).
+	Listen string
+	// Args are extra flags.
+	Args []string
+}
+
+// TestAdminKey is the admin key test servers accept by default.
+const TestAdminKey = "sk-memfs-test-admin-key-0123456789"
+
+// Serve is a running memfs serve process.
+type Serve struct {
+	URL      string
+	Addr     string
+	AdminKey string
+	DataDir  string
+	Opts     ServeOptions
+
+	t      testing.TB
+	cmd    *exec.Cmd
+	done   chan struct{}
+	mu     sync.Mutex
+	output strings.Builder
+}
+
+// StartServe starts memfs serve and waits until it listens. It is
+// stopped (SIGKILL if still running) when the test ends.
+func StartServe(t testing.TB, opts ServeOptions) *Serve {
+	t.Helper()
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.AdminKey == "" {
+		opts.AdminKey = TestAdminKey
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	s := &Serve{AdminKey: opts.AdminKey, DataDir: opts.DataDir, Opts: opts, t: t}
+	s.start()
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+func (s *Serve) start() {
+	s.t.Helper()
+	args := []string{"serve", "--listen", s.Opts.Listen, "--data-dir", s.Opts.DataDir, "--admin-key", s.Opts.AdminKey, "--log-level", "warn"}
+	if s.Opts.DB != "" {
+		args = append(args, "--db", s.Opts.DB)
+	}
+	args = append(args, s.Opts.Args...)
+	cmd := exec.Command(Binary(s.t), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cmd.Stderr = &lockedWriter{s}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			s.write(line + "\n")
+			if a, ok := strings.CutPrefix(line, "memfs serve: listening on http://"); ok {
+				addrc <- a
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(s.done) }() //nolint:errcheck
+	select {
+	case a := <-addrc:
+		s.Addr, s.URL = a, "http://"+a
+		// Restarts keep the same port, so clients keep working.
+		s.Opts.Listen = a
+	case <-s.done:
+		s.t.Fatalf("memfs serve exited before listening:\n%s", s.Output())
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("memfs serve did not listen within 60s:\n%s", s.Output())
+	}
+}
+
+type lockedWriter struct{ s *Serve }
+
+func (w *lockedWriter) Write(p []byte) (int, error) { w.s.write(string(p)); return len(p), nil }
+
+func (s *Serve) write(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.output.WriteString(p)
+}
+
+// Output is everything the process printed so far.
+func (s *Serve) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.output.String()
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (s *Serve) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck
+	<-s.done
+}
+
+// Stop sends SIGTERM and waits (bounded) for a clean exit; it fails the
+// test if the process doesn't exit 0.
+func (s *Serve) Stop() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	select {
+	case <-s.done:
+	case <-time.After(45 * time.Second):
+		s.Kill()
+		s.t.Fatalf("memfs serve did not exit within 45s of SIGTERM:\n%s", s.Output())
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		s.t.Fatalf("memfs serve exited %d after SIGTERM:\n%s", code, s.Output())
+	}
+}
+
+// Restart starts the process again with the same options, data dir and
+// address (after Kill or Stop).
+func (s *Serve) Restart() {
+	s.t.Helper()
+	s.start()
+}
+
+// Signal sends sig to the process.
+func (s *Serve) Signal(sig os.Signal) { s.cmd.Process.Signal(sig) } //nolint:errcheck
+
+// Wait waits for the process to exit (bounded by ctx) and returns its exit code.
+func (s *Serve) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-s.done:
+		return s.cmd.ProcessState.ExitCode(), nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
