@@ -34,7 +34,9 @@ func notFoundStore(id string) error {
 	return store.Errorf(store.ErrNotFound, "memory store %s not found", id)
 }
 
-// CreateStore inserts a store.
+// CreateStore inserts a store. Its change-feed head starts at 1, not 0:
+// after=0 means "tell me the head", so a client that starts following a
+// fresh store must be given a cursor (1) that its first change comes after.
 func (db *DB) CreateStore(ctx context.Context, in store.CreateStoreInput) (*store.Store, error) {
 	meta := in.Metadata
 	if meta == nil {
@@ -44,8 +46,8 @@ func (db *DB) CreateStore(ctx context.Context, in store.CreateStoreInput) (*stor
 	id := store.NewID(store.PrefixStore)
 	now := db.now()
 	err := db.writeTx(ctx, "", func(tx *sql.Tx, _ *lockedStore) error {
-		_, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_stores (id, name, description, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`),
-			id, in.Name, in.Description, string(mb), now, now)
+		_, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_stores (id, name, description, metadata, created_at, updated_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, 1)`),
+			id, in.Name, db.d.text(in.Description), string(mb), now, now)
 		return mapErr(err)
 	})
 	if err != nil {
@@ -92,7 +94,7 @@ func (db *DB) UpdateStore(ctx context.Context, id string, in store.UpdateStoreIn
 		}
 		mb, _ := json.Marshal(cur.Metadata)
 		_, err = tx.ExecContext(ctx, db.d.q(`UPDATE memory_stores SET name = ?, description = ?, metadata = ?, updated_at = ? WHERE id = ?`),
-			cur.Name, cur.Description, string(mb), db.now(), id)
+			cur.Name, db.d.text(cur.Description), string(mb), db.now(), id)
 		return mapErr(err)
 	})
 	if err != nil {

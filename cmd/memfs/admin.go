@@ -1,0 +1,293 @@
+package main
+
+// The admin commands (memfs stores, memories, versions) call the API with
+// store/client. This file holds what they share: the verb tables and their
+// dispatch, the global flags (--api-url, --api-key, --json), argument
+// parsing that allows flags after positional arguments, output helpers and
+// the hints added to errors.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/client"
+)
+
+// defaultAPIURL is where the admin commands look for memfs serve.
+const defaultAPIURL = "http://127.0.0.1:8080"
+
+// adminIO is where an admin command reads, writes and finds its
+// environment; tests replace it.
+type adminIO struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// stdIO is the process's own.
+var stdIO = adminIO{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+
+// verb is one subcommand of an admin group (memfs GROUP VERB ...).
+type verb struct {
+	name    string
+	args    string // the positional arguments, for the group's help
+	summary string
+	run     func(a *admin, args []string) error
+}
+
+// adminGroup is one admin command: memfs stores, memories or versions.
+type adminGroup struct {
+	name  string
+	about string
+	verbs []verb
+}
+
+// registerGroup registers g as a command of the memfs binary.
+func registerGroup(g *adminGroup, summary string) {
+	register(g.name, summary, func(args []string) error {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return g.run(ctx, stdIO, args)
+	})
+}
+
+// run dispatches args to a verb. Errors from the API come back with a hint
+// of what to do.
+func (g *adminGroup) run(ctx context.Context, aio adminIO, args []string) error {
+	if len(args) == 0 {
+		g.usage(aio.stderr)
+		return usagef("missing a verb")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		g.usage(aio.stderr)
+		return flag.ErrHelp
+	}
+	for _, v := range g.verbs {
+		if v.name == args[0] {
+			a := &admin{ctx: ctx, io: aio, cmd: g.name + " " + v.name}
+			return a.explain(v.run(a, args[1:]))
+		}
+	}
+	return usagef("unknown verb %q (one of %s)", args[0], g.verbNames())
+}
+
+func (g *adminGroup) verbNames() string {
+	names := make([]string, len(g.verbs))
+	for i, v := range g.verbs {
+		names[i] = v.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func (g *adminGroup) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: memfs %s VERB [arguments] [flags]\n\n%s\n\nVerbs:\n", g.name, g.about)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, v := range g.verbs {
+		fmt.Fprintf(tw, "  %s %s\t%s\n", v.name, v.args, v.summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nEvery verb takes --api-url (env MEMFS_API_URL, default %s),\n"+
+		"--api-key (env MEMFS_API_KEY) and --json (print the API's JSON, for scripts).\n"+
+		"Run 'memfs %s VERB --help' for a verb's flags and examples.\n", defaultAPIURL, g.name)
+}
+
+// admin is one run of an admin verb.
+type admin struct {
+	ctx    context.Context
+	io     adminIO
+	cmd    string // "memories cat"
+	usage  string // "STORE PATH|ID"
+	fs     *flag.FlagSet
+	apiURL string
+	apiKey string
+	json   bool
+}
+
+// flags starts the verb's flag set with the global flags; usage is the
+// positional part of the synopsis, help a paragraph and examples.
+func (a *admin) flags(usage, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet("memfs "+a.cmd, flag.ContinueOnError)
+	fs.SetOutput(a.io.stderr)
+	fs.StringVar(&a.apiURL, "api-url", "", "the memfs serve API (env MEMFS_API_URL; default "+defaultAPIURL+")")
+	fs.StringVar(&a.apiKey, "api-key", "", "the admin API key (env MEMFS_API_KEY)")
+	fs.BoolVar(&a.json, "json", false, "print the API's JSON objects instead of a readable summary")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: memfs %s %s\n\n%s\n\nFlags:\n", a.cmd, usage, strings.TrimSpace(help))
+		fs.PrintDefaults()
+	}
+	a.fs, a.usage = fs, usage
+	return fs
+}
+
+// parse parses args, flags anywhere among the positional arguments
+// ("--" ends the flags), and checks that there are min to max positional
+// arguments (max < 0: no limit).
+func (a *admin) parse(args []string, min, max int) ([]string, error) {
+	pos, err := parseInterleaved(a.fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	switch {
+	case len(pos) < min:
+		return nil, usagef("missing arguments; usage: memfs %s %s", a.cmd, a.usage)
+	case max >= 0 && len(pos) > max:
+		return nil, usagef("unexpected argument %q; usage: memfs %s %s", pos[max], a.cmd, a.usage)
+	}
+	return pos, nil
+}
+
+// parseInterleaved parses flags found anywhere in args and returns the
+// positional arguments in order: people type `memfs memories cat STORE
+// /path --json`. Everything after "--" is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// client builds the API client from the flags and the environment.
+func (a *admin) client() (*client.Client, error) {
+	if a.apiURL == "" {
+		a.apiURL = a.io.getenv("MEMFS_API_URL")
+	}
+	if a.apiURL == "" {
+		a.apiURL = defaultAPIURL
+	}
+	if a.apiKey == "" {
+		a.apiKey = a.io.getenv("MEMFS_API_KEY")
+	}
+	if a.apiKey == "" {
+		return nil, errors.New("no API key: set MEMFS_API_KEY (or pass --api-key) to the admin key printed by " +
+			"memfs serve (its data dir's admin.key), e.g. export MEMFS_API_KEY=$(cat DATA_DIR/admin.key)")
+	}
+	c, err := client.New(client.Options{BaseURL: a.apiURL, APIKey: a.apiKey, UserAgent: "memfs-cli"})
+	if err != nil {
+		return nil, usagef("--api-url: %v", strings.TrimPrefix(err.Error(), "client: "))
+	}
+	return c, nil
+}
+
+// explain adds to an API error what the user can do about it.
+func (a *admin) explain(err error) error {
+	var hint string
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp), errors.As(err, new(usageError)):
+		return err
+	case errors.Is(err, context.Canceled):
+		return errors.New("interrupted")
+	case errors.Is(err, store.ErrUnauthorized):
+		hint = "the server refused the API key: set MEMFS_API_KEY (or --api-key) to the admin key printed by memfs serve (its data dir's admin.key)"
+	case errors.Is(err, store.ErrForbidden):
+		hint = "this key may not do that (the admin commands need the admin key), or the store is archived and read-only"
+	case errors.Is(err, store.ErrUnavailable):
+		hint = fmt.Sprintf("is memfs serve running at %s? (set MEMFS_API_URL or --api-url)", a.apiURL)
+	case errors.Is(err, store.ErrPreconditionFailed):
+		hint = "the memory changed while this command ran; look at it again and retry"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w\nhint: %s", err, hint)
+}
+
+// printJSON writes v as indented JSON.
+func (a *admin) printJSON(v any) error {
+	enc := json.NewEncoder(a.io.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table starts an aligned table with a header row; Flush it when done.
+func (a *admin) table(header ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(a.io.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	return tw
+}
+
+// fields starts aligned "label: value" lines; Flush it when done.
+func (a *admin) fields() *tabwriter.Writer {
+	return tabwriter.NewWriter(a.io.stdout, 0, 0, 1, ' ', 0)
+}
+
+// printf writes a line of the readable output.
+func (a *admin) printf(format string, args ...any) {
+	fmt.Fprintf(a.io.stdout, format, args...)
+}
+
+// note writes a remark that is not output (e.g. "no memories") to stderr.
+func (a *admin) note(format string, args ...any) {
+	fmt.Fprintf(a.io.stderr, format+"\n", args...)
+}
+
+// fmtTime formats a timestamp for tables: RFC 3339, UTC, seconds.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// fmtActor names who made a change: key:ID or session:ID.
+func fmtActor(act *store.Actor) string {
+	switch {
+	case act == nil:
+		return "-"
+	case act.Type == store.ActorSession:
+		return "session:" + act.SessionID
+	case act.Type == store.ActorAPI:
+		return "key:" + act.APIKeyID
+	}
+	return act.Type
+}
+
+// metadataFlag collects repeated --metadata KEY=VALUE flags in order.
+type metadataFlag []kv
+
+type kv struct{ key, value string }
+
+func (m *metadataFlag) String() string {
+	if m == nil {
+		return ""
+	}
+	parts := make([]string, len(*m))
+	for i, p := range *m {
+		parts[i] = p.key + "=" + p.value
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *metadataFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, not %q", s)
+	}
+	*m = append(*m, kv{k, v})
+	return nil
+}

@@ -1,0 +1,50 @@
+// Package client is the Go client of the Memory Stores API served by
+// memfs serve (and by any server speaking the same protocol, see api.md).
+// The memfs worker, the sync engine and the admin commands use it.
+//
+// # Errors
+//
+// Every error the server answers comes back as a *store.Error whose Kind is
+// one of the store sentinels, so callers test it with errors.Is
+// (store.ErrNotFound, store.ErrPreconditionFailed, store.ErrPathConflict,
+// ...) and read the details (Message, Code, RequestID, Status,
+// ConflictingMemoryID, ConflictingPath) with errors.As. A server that
+// cannot be reached, or whose responses keep getting lost, is
+// store.ErrUnavailable, with the network error wrapped as well. A cancelled
+// or expired context is returned as the context's error, never retried.
+//
+// # Retries
+//
+// Network errors, truncated responses, attempts that time out (Options.Timeout),
+// 429 and 5xx (but 501) are retried up to Options.RetryMax times, waiting a
+// random time between Options.RetryWaitMin and an exponentially growing
+// ceiling capped at Options.RetryWaitMax (full jitter), or what the server
+// asks with retry-after-ms or retry-after (also capped at RetryWaitMax).
+// Other 4xx answers, and any answer carrying x-should-retry: false, are
+// final. Request bodies are held in memory, so every attempt sends the same
+// bytes.
+//
+// # Lost responses
+//
+// A retried write may have been applied by an attempt whose response never
+// arrived. Deletes and updates without a content precondition are
+// idempotent. Creates and conditional updates are not, so the client
+// recognises its own earlier write (sync.md, "Lost responses"):
+//
+//   - CreateMemory answered 409 memory_path_conflict_error for exactly the
+//     requested path, where the memory found there holds exactly the bytes
+//     sent (same content_sha256), returns that memory as a success;
+//   - UpdateMemory with a precondition and new content answered 409
+//     memory_precondition_failed_error, where the memory now holds exactly
+//     the bytes sent (and sits at the requested path, if one was given),
+//     returns that memory as a success.
+//
+// DeleteMemory answered 404 is returned as store.ErrNotFound, even when an
+// earlier attempt may have done the deleting: callers decide.
+//
+// # The change feed
+//
+// Changes reads the memfs change-feed extension. A server without it is
+// reported as ErrFeedUnsupported (test with errors.Is); callers then fall
+// back to listing the store.
+package client

@@ -1,0 +1,94 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Defaults of Options.
+const (
+	DefaultRetryMax     = 4
+	DefaultRetryWaitMin = 100 * time.Millisecond
+	DefaultRetryWaitMax = 5 * time.Second
+	DefaultTimeout      = 30 * time.Second
+	DefaultUserAgent    = "memfs-client"
+)
+
+// Options configure a Client. The zero value of every field but BaseURL and
+// APIKey selects its documented default.
+type Options struct {
+	// BaseURL is the server's root, e.g. http://127.0.0.1:8080 (required).
+	// Request paths (/v1/...) are appended to it, after any path it has.
+	BaseURL string
+	// APIKey is sent as x-api-key on every request (required): an admin
+	// key, or a session token.
+	APIKey string
+	// HTTPClient sends the requests (default: a pooled client of
+	// github.com/hashicorp/go-cleanhttp). Its Transport is wrapped to
+	// apply Timeout per attempt; the client itself is not modified.
+	HTTPClient *http.Client
+	// RetryMax is how many times a failed attempt is retried (default 4;
+	// a negative value disables retries).
+	RetryMax int
+	// RetryWaitMin is the shortest wait before a retry (default 100 ms).
+	RetryWaitMin time.Duration
+	// RetryWaitMax caps every wait before a retry, including one the
+	// server asks for with retry-after (default 5 s).
+	RetryWaitMax time.Duration
+	// Timeout bounds one attempt, from sending the request to reading the
+	// whole response (default 30 s). A change-feed long poll gets its wait
+	// on top.
+	Timeout time.Duration
+	// UserAgent is sent as User-Agent (default "memfs-client").
+	UserAgent string
+	// Logger receives one debug line per attempt and retry (default: no
+	// logging). Errors are returned, not logged.
+	Logger logrus.FieldLogger
+}
+
+// Validate checks the options and fills in the defaults.
+func (o *Options) Validate() error {
+	if o.BaseURL == "" {
+		return errors.New("client: BaseURL is required (e.g. http://127.0.0.1:8080)")
+	}
+	u, err := url.Parse(o.BaseURL)
+	if err != nil {
+		return fmt.Errorf("client: BaseURL %q is not a URL (want e.g. http://127.0.0.1:8080): %w", o.BaseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("client: BaseURL %q must be an http:// or https:// URL with a host", o.BaseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("client: BaseURL %q must not have a query or fragment", o.BaseURL)
+	}
+	if o.APIKey == "" {
+		return errors.New("client: APIKey is required (an admin key or a session token)")
+	}
+	switch {
+	case o.RetryMax == 0:
+		o.RetryMax = DefaultRetryMax
+	case o.RetryMax < 0:
+		o.RetryMax = 0
+	}
+	if o.RetryWaitMin <= 0 {
+		o.RetryWaitMin = DefaultRetryWaitMin
+	}
+	if o.RetryWaitMax <= 0 {
+		o.RetryWaitMax = DefaultRetryWaitMax
+	}
+	if o.RetryWaitMax < o.RetryWaitMin {
+		return fmt.Errorf("client: RetryWaitMax (%s) is shorter than RetryWaitMin (%s)", o.RetryWaitMax, o.RetryWaitMin)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	return nil
+}
