@@ -177,6 +177,14 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *princip
 	if q.err != nil {
 		return 0, nil, q.err
 	}
+	// The SDK can filter by service_account_id; memfs has no service
+	// accounts, so no version matches (ignoring the filter would list all).
+	if q.str("service_account_id") != "" {
+		if _, err := s.b.GetStore(r.Context(), storeID); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, store.Page[store.Version]{}, nil
+	}
 	page, err := s.b.ListVersions(r.Context(), storeID, opts)
 	return http.StatusOK, page, err
 }
