@@ -1,0 +1,237 @@
+package fs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// FSType is the subtype of every memfs mount: /proc/self/mountinfo shows
+// "fuse.memfs", with the store id as the source (fsname).
+const FSType = "memfs"
+
+// MountOptions configure a mount.
+type MountOptions struct {
+	// AllowOther lets other users use the mount (root mounts set it, with
+	// default_permissions so the kernel checks modes).
+	AllowOther bool
+	// Debug logs every FUSE request (very verbose).
+	Debug bool
+}
+
+// Mount is one mounted tree.
+type Mount struct {
+	Dir    string
+	Tree   *Tree
+	server *fuse.Server
+}
+
+// CheckFUSE reports, with a fix, why this process can't mount: /dev/fuse
+// missing or not accessible, or (not root) fusermount3 missing.
+func CheckFUSE() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return errors.New("/dev/fuse is missing: load the fuse kernel module (modprobe fuse), or give the container the device (--device /dev/fuse)")
+		}
+		return fmt.Errorf("/dev/fuse is not accessible (%v): run as root, or give this user access to /dev/fuse", err)
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			if _, err2 := exec.LookPath("fusermount"); err2 != nil {
+				return errors.New("fusermount3 is not installed: as a normal user, mounting needs it (Debian/Ubuntu: apt-get install fuse3), or run as root")
+			}
+		}
+	}
+	return nil
+}
+
+// PrepareMountpoint creates dir (0700) if missing and accepts an existing
+// empty directory; anything else is refused and left exactly as found. It
+// reports whether it created the directory.
+func PrepareMountpoint(dir string) (created bool, err error) {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return false, fmt.Errorf("create mount point %s: %w", dir, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return false, fmt.Errorf("something already exists at the mount point %s and it is not a directory; remove it or pick another path", dir)
+	}
+	if mounted, _ := IsMounted(dir); mounted {
+		return false, fmt.Errorf("%s is already a mount point; unmount it first (umount %s) or pick another path", dir, dir)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return false, fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	defer d.Close()
+	if names, _ := d.Readdirnames(1); len(names) > 0 {
+		return false, fmt.Errorf("the mount point %s is not empty; memfs mounts only on an empty directory", dir)
+	}
+	return false, nil
+}
+
+// MountTree mounts t at dir. As root it mounts directly (no fusermount);
+// otherwise go-fuse uses fusermount3.
+func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
+	if err := CheckFUSE(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cacheTimeout
+	mo := fuse.MountOptions{
+		FsName:      t.opts.StoreID,
+		Name:        FSType,
+		DirectMount: os.Geteuid() == 0,
+		AllowOther:  opts.AllowOther,
+		Debug:       opts.Debug,
+		MaxWrite:    128 * 1024,
+	}
+	if os.Geteuid() == 0 {
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	if t.opts.ReadOnly {
+		mo.Options = append(mo.Options, "ro")
+	}
+	root := &fnode{t: t}
+	server, err := gofs.Mount(abs, root, &gofs.Options{
+		MountOptions:    mo,
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		RootStableAttr:  &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: RootIno},
+		UID:             t.opts.UID,
+		GID:             t.opts.GID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", abs, err)
+	}
+	return &Mount{Dir: abs, Tree: t, server: server}, nil
+}
+
+// Wait blocks until the mount is gone (unmounted by us or by someone else).
+func (m *Mount) Wait() { m.server.Wait() }
+
+// Unmount detaches the mount: it retries EBUSY with backoff until ctx
+// ends, then detaches lazily (MNT_DETACH). It checks /proc/self/mountinfo,
+// not stat, to know the mount is gone.
+func (m *Mount) Unmount(ctx context.Context) error {
+	backoff := 20 * time.Millisecond
+	for {
+		err := m.server.Unmount()
+		if err == nil {
+			break
+		}
+		if mounted, _ := IsMounted(m.Dir); !mounted {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			if derr := unix.Unmount(m.Dir, unix.MNT_DETACH); derr != nil {
+				return fmt.Errorf("unmount %s: %v; lazy detach: %w", m.Dir, err, derr)
+			}
+			return nil
+		case <-time.After(backoff):
+			backoff = min(backoff*2, time.Second)
+		}
+	}
+	return nil
+}
+
+// IsMounted reports whether dir is a mount point, from /proc/self/mountinfo.
+func IsMounted(dir string) (bool, error) {
+	mounts, err := Mounts()
+	if err != nil {
+		return false, err
+	}
+	abs, _ := filepath.Abs(dir)
+	for _, mi := range mounts {
+		if mi.Dir == abs {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// MountInfo is one line of /proc/self/mountinfo.
+type MountInfo struct {
+	Dir    string
+	FSType string
+	Source string
+}
+
+// Mounts lists the mounts of this process's namespace.
+func Mounts() ([]MountInfo, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []MountInfo
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < 5 || sep+2 >= len(fields) {
+			continue
+		}
+		out = append(out, MountInfo{Dir: unescapeMount(fields[4]), FSType: fields[sep+1], Source: unescapeMount(fields[sep+2])})
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount decodes the octal escapes (\040 for space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range s[i+1 : i+4] {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + byte(c-'0')
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,41 @@
+package fs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/memfs/memfs/store"
+)
+
+// MaxNameBytes is the longest name of one file or directory.
+const MaxNameBytes = 255
+
+// MarkerName is the read-only marker file at the root of every mount.
+const MarkerName = ".anthropic-memory-store"
+
+// checkName validates a new name at depth (the number of segments of the
+// resulting path) under a parent whose store path is parent. dir says the
+// new entry is a directory (which must leave room for a file below it).
+func checkName(parent, name string, dir bool) (string, error) {
+	if len(name) > MaxNameBytes {
+		return "", fmt.Errorf("%w: %d bytes", ErrNameTooLong, len(name))
+	}
+	p := parent + "/" + name
+	if parent == "/" {
+		p = "/" + name
+	}
+	if len(p) > store.MaxPathBytes {
+		return "", fmt.Errorf("%w: path %d bytes", ErrNameTooLong, len(p))
+	}
+	depth := strings.Count(p, "/")
+	if depth > store.MaxPathSegments || (dir && depth >= store.MaxPathSegments) {
+		return "", fmt.Errorf("%w: deeper than %d levels", ErrNameTooLong, store.MaxPathSegments)
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return "", ErrInvalidName
+	}
+	if err := store.ValidatePath(p); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidName, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,299 @@
+package fs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
+)
+
+// Journal records local changes durably. The tree calls it, under its
+// lock, when a changed file is closed (Put with the whole new content),
+// renamed (Put at the new path), or removed (Delete). Put and Delete
+// return once the record is written (it survives the process dying); Sync
+// returns once it is on stable storage. syncqueue.Journal implements it.
+type Journal interface {
+	Put(fileID, path string, content []byte) error
+	Delete(fileID, path string) error
+	Sync() error
+}
+
+// File is one memory as the tree loads it.
+type File struct {
+	FileID  string // the memory id
+	Path    string
+	Content []byte
+	Mtime   time.Time
+}
+
+// Attr describes a node for the kernel.
+type Attr struct {
+	Ino   uint64
+	Dir   bool
+	Size  int64
+	Mode  uint32 // permission bits only
+	UID   uint32
+	GID   uint32
+	Mtime time.Time
+	Atime time.Time
+	Ctime time.Time
+	Nlink uint32
+}
+
+// Options configure a Tree.
+type Options struct {
+	// StoreID is written into the marker file.
+	StoreID string
+	// ReadOnly refuses every change with ErrReadOnly.
+	ReadOnly bool
+	// Journal receives local changes (required unless ReadOnly).
+	Journal Journal
+	// MaxFiles is the store's memory cap (default store.DefaultMaxMemories).
+	MaxFiles int
+	// UID and GID own every file (default 0).
+	UID, GID uint32
+	// Log receives warnings (default: logrus's standard logger).
+	Log logrus.FieldLogger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Validate checks the options and fills in defaults.
+func (o *Options) Validate() error {
+	if !o.ReadOnly && o.Journal == nil {
+		return errors.New("fs: a writable tree needs a Journal")
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = store.DefaultMaxMemories
+	}
+	if o.Log == nil {
+		o.Log = logrus.StandardLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// node is a file or directory of the tree. Every field is GUARDED_BY(Tree.mu).
+type node struct {
+	ino      uint64
+	fileID   string // files: identity in the journal
+	parent   *node  // nil for the root and for unlinked nodes
+	name     string
+	dir      bool
+	children map[string]*node // directories
+	marker   bool             // the read-only marker file
+	content  []byte           // files
+	dirty    bool             // content changed since it was last journaled
+	mode     uint32
+	uid, gid uint32
+	mtime    time.Time
+	atime    time.Time
+	ctime    time.Time
+	opens    int // open file handles; an unlinked node lives while > 0
+}
+
+// Tree is the local state of one mounted store: directories and files with
+// their content, in memory. The FUSE nodes serve it; the sync engine
+// loads it and (later) applies remote changes to it.
+//
+// Locking: one mutex, mu, guards every node. Methods hold it for their
+// whole (in-memory) work, including the journal's write(2) — so records
+// reach the journal in the order their changes happened. Nothing inside
+// mu calls into the kernel: invalidations are queued and sent by the
+// notifier goroutine (notify.go).
+type Tree struct {
+	opts Options
+	log  logrus.FieldLogger
+
+	mu      sync.Mutex
+	root    *node
+	byIno   map[uint64]*node // GUARDED_BY(mu)
+	nextIno uint64           // GUARDED_BY(mu)
+	files   int              // GUARDED_BY(mu): regular files, marker excluded
+	bytes   int64            // GUARDED_BY(mu)
+	frozen  bool             // GUARDED_BY(mu): teardown started; refuse changes
+	badUTF8 map[string]bool  // GUARDED_BY(mu): paths warned about
+}
+
+// RootIno is the inode number of the mount's root.
+const RootIno = 1
+
+// NewTree returns an empty tree holding only the marker file.
+func NewTree(opts Options) (*Tree, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	now := opts.Now()
+	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}}
+	t.root = t.newNode(nil, "", true, 0o755, now)
+	m := t.newNode(t.root, MarkerName, false, 0o444, now)
+	m.marker = true
+	m.content = []byte("version 1\n" + opts.StoreID)
+	return t, nil
+}
+
+// newNode links a new node under parent (nil: unlinked/root).
+func (t *Tree) newNode(parent *node, name string, dir bool, mode uint32, now time.Time) *node {
+	n := &node{ino: t.nextIno, parent: parent, name: name, dir: dir, mode: mode,
+		uid: t.opts.UID, gid: t.opts.GID, mtime: now, atime: now, ctime: now}
+	t.nextIno++
+	if dir {
+		n.children = map[string]*node{}
+	}
+	t.byIno[n.ino] = n
+	if parent != nil {
+		parent.children[name] = n
+		parent.mtime, parent.ctime = now, now
+	}
+	return n
+}
+
+// Load fills the tree with the store's memories (at mount, before the
+// kernel sees anything). A memory at the marker's path, or one whose path
+// collides with another as file and directory, is skipped with a warning.
+func (t *Tree) Load(files []File) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	for _, f := range files {
+		if err := t.loadOne(f); err != nil {
+			t.log.WithFields(logrus.Fields{"path": f.Path, "store": t.opts.StoreID}).WithError(err).Warn("memory skipped: the mount can't show it")
+		}
+	}
+}
+
+func (t *Tree) loadOne(f File) error {
+	if f.Path == "/"+MarkerName {
+		return errors.New("its path is the marker file's")
+	}
+	if store.ValidatePath(f.Path) != nil {
+		return errors.New("its path is not a valid memory path")
+	}
+	segs := strings.Split(f.Path[1:], "/")
+	dir := t.root
+	mtime := f.Mtime
+	if mtime.IsZero() {
+		mtime = t.opts.Now()
+	}
+	for _, s := range segs[:len(segs)-1] {
+		if len(s) > MaxNameBytes {
+			return ErrNameTooLong
+		}
+		c, ok := dir.children[s]
+		if !ok {
+			c = t.newNode(dir, s, true, 0o755, mtime)
+		} else if !c.dir {
+			return errors.New("a parent of it is a file")
+		}
+		dir = c
+	}
+	name := segs[len(segs)-1]
+	if len(name) > MaxNameBytes {
+		return ErrNameTooLong
+	}
+	if _, ok := dir.children[name]; ok {
+		return errors.New("its path is taken")
+	}
+	n := t.newNode(dir, name, false, 0o644, mtime)
+	n.fileID, n.content = f.FileID, f.Content
+	t.files++
+	t.bytes += int64(len(f.Content))
+	return nil
+}
+
+// path is n's store path ("/a/b"); "" for an unlinked node.
+func (n *node) path() string {
+	if n.parent == nil {
+		if n.name == "" {
+			return "/"
+		}
+		return ""
+	}
+	var segs []string
+	for c := n; c.parent != nil; c = c.parent {
+		segs = append(segs, c.name)
+	}
+	var b strings.Builder
+	for i := len(segs) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(segs[i])
+	}
+	return b.String()
+}
+
+func (n *node) attr() Attr {
+	a := Attr{Ino: n.ino, Dir: n.dir, Size: int64(len(n.content)), Mode: n.mode, UID: n.uid, GID: n.gid,
+		Mtime: n.mtime, Atime: n.atime, Ctime: n.ctime, Nlink: 1}
+	if n.dir {
+		a.Size = 4096
+		a.Nlink = 2
+	}
+	return a
+}
+
+// get returns the live node with ino.
+func (t *Tree) get(ino uint64) (*node, error) {
+	n, ok := t.byIno[ino]
+	if !ok {
+		return nil, ErrNotExist
+	}
+	return n, nil
+}
+
+func (t *Tree) dirNode(ino uint64) (*node, error) {
+	n, err := t.get(ino)
+	if err != nil {
+		return nil, err
+	}
+	if !n.dir {
+		return nil, ErrNotDir
+	}
+	return n, nil
+}
+
+// writable refuses changes on a read-only or frozen tree.
+func (t *Tree) writable() error {
+	if t.opts.ReadOnly || t.frozen {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// Freeze starts teardown: from now on every change (opens for writing,
+// creates, renames, deletes, mkdir) fails with EROFS. Writes through
+// handles already open still land and are journaled at close.
+func (t *Tree) Freeze() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.frozen = true
+}
+
+func newFileID() string {
+	var b [10]byte
+	rand.Read(b[:]) //nolint:errcheck
+	return "local-" + hex.EncodeToString(b[:])
+}
+
+// validUTF8 reports whether content may be uploaded, warning once per path
+// when it may not.
+func (t *Tree) checkUTF8(n *node, p string) error {
+	if utf8.Valid(n.content) {
+		delete(t.badUTF8, p)
+		return nil
+	}
+	if !t.badUTF8[p] {
+		t.badUTF8[p] = true
+		t.log.WithFields(logrus.Fields{"store": t.opts.StoreID, "path": p}).Warn("file content is not valid UTF-8: kept locally, not uploaded until it is")
+	}
+	return ErrNotUTF8
+}

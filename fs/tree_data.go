@@ -1,0 +1,218 @@
+package fs
+
+import (
+	"time"
+
+	"github.com/memfs/memfs/store"
+)
+
+// Open checks that ino may be opened and counts the open; every successful
+// Open of a file is paired with a Release. forWrite (and trunc) opens are
+// refused on a read-only or frozen tree and on the marker file; trunc
+// empties the file.
+func (t *Tree) Open(ino uint64, forWrite, trunc bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, err := t.get(ino)
+	if err != nil {
+		return err
+	}
+	if n.dir {
+		if forWrite {
+			return ErrIsDir
+		}
+		return nil
+	}
+	if forWrite || trunc {
+		if n.marker {
+			return ErrNotPermit
+		}
+		if err := t.writable(); err != nil {
+			return err
+		}
+		if trunc && len(n.content) > 0 {
+			t.setSize(n, 0)
+		}
+	}
+	n.opens++
+	return nil
+}
+
+// Release ends an open of ino (after its last flush). An unlinked file is
+// forgotten when its last handle goes.
+func (t *Tree) Release(ino uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.byIno[ino]
+	if !ok || n.dir {
+		return
+	}
+	n.opens--
+	if n.opens <= 0 && n.parent == nil {
+		delete(t.byIno, n.ino)
+	}
+}
+
+// Read copies the file's bytes at off into dst.
+func (t *Tree) Read(ino uint64, dst []byte, off int64) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, err := t.get(ino)
+	if err != nil {
+		return 0, err
+	}
+	if n.dir {
+		return 0, ErrIsDir
+	}
+	if off >= int64(len(n.content)) {
+		return 0, nil
+	}
+	return copy(dst, n.content[off:]), nil
+}
+
+// Write changes the file in memory; it reaches the journal at close
+// (Commit). A write that would make the file larger than a memory may be
+// fails with ErrTooLarge and changes nothing. Writes through a handle
+// opened before teardown still land.
+func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, err := t.get(ino)
+	if err != nil {
+		return 0, err
+	}
+	if n.marker {
+		return 0, ErrNotPermit
+	}
+	if t.opts.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	end := off + int64(len(data))
+	if off < 0 || end > store.MaxContentBytes {
+		return 0, ErrTooLarge
+	}
+	if end > int64(len(n.content)) {
+		t.setSize(n, end)
+	}
+	copy(n.content[off:], data)
+	n.dirty = true
+	n.mtime = t.opts.Now()
+	n.ctime = n.mtime
+	return len(data), nil
+}
+
+// setSize grows (with zeros) or shrinks n's content.
+func (t *Tree) setSize(n *node, size int64) {
+	old := int64(len(n.content))
+	if size <= int64(cap(n.content)) {
+		n.content = n.content[:size]
+		for i := old; i < size; i++ {
+			n.content[i] = 0
+		}
+	} else {
+		c := make([]byte, size, max(size, min(2*int64(cap(n.content)), store.MaxContentBytes)))
+		copy(c, n.content)
+		n.content = c
+	}
+	if n.parent != nil {
+		t.bytes += size - old
+	}
+	n.dirty = true
+	n.mtime = t.opts.Now()
+	n.ctime = n.mtime
+}
+
+// SetAttrIn is a setattr request; nil fields are left alone.
+type SetAttrIn struct {
+	Size         *int64
+	Mode         *uint32
+	UID, GID     *uint32
+	Atime, Mtime *time.Time
+}
+
+// SetAttr truncates and changes metadata. Mode, owner and times are kept
+// locally and never synced.
+func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (Attr, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, err := t.get(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	if n.marker {
+		return Attr{}, ErrNotPermit
+	}
+	if t.opts.ReadOnly {
+		return Attr{}, ErrReadOnly
+	}
+	if in.Size != nil {
+		if n.dir {
+			return Attr{}, ErrIsDir
+		}
+		if *in.Size > store.MaxContentBytes || *in.Size < 0 {
+			return Attr{}, ErrTooLarge
+		}
+		if t.frozen && *in.Size != int64(len(n.content)) {
+			return Attr{}, ErrReadOnly
+		}
+		t.setSize(n, *in.Size)
+	}
+	if in.Mode != nil {
+		n.mode = *in.Mode & 0o7777
+	}
+	if in.UID != nil {
+		n.uid = *in.UID
+	}
+	if in.GID != nil {
+		n.gid = *in.GID
+	}
+	if in.Atime != nil {
+		n.atime = *in.Atime
+	}
+	if in.Mtime != nil {
+		n.mtime = *in.Mtime
+	}
+	n.ctime = t.opts.Now()
+	return n.attr(), nil
+}
+
+// Commit journals a changed file's whole content (at close/flush). It
+// returns ErrNotUTF8 (after journaling: nothing is lost) when the content
+// can't be uploaded.
+func (t *Tree) Commit(ino uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, err := t.get(ino)
+	if err != nil {
+		return nil // unlinked meanwhile: nothing to keep
+	}
+	return t.commit(n, false)
+}
+
+// commit journals n if it changed (or always, when force: after a rename).
+func (t *Tree) commit(n *node, force bool) error {
+	if n.dir || n.marker || n.parent == nil || (!n.dirty && !force) {
+		return nil
+	}
+	p := n.path()
+	if err := t.opts.Journal.Put(n.fileID, p, append([]byte(nil), n.content...)); err != nil {
+		return err
+	}
+	n.dirty = false
+	return t.checkUTF8(n, p)
+}
+
+// Fsync commits the file and waits for the journal to reach stable storage.
+func (t *Tree) Fsync(ino uint64) error {
+	err := t.Commit(ino)
+	if err != nil && err != ErrNotUTF8 {
+		return err
+	}
+	if t.opts.ReadOnly {
+		return err
+	}
+	if serr := t.opts.Journal.Sync(); serr != nil {
+		return serr
+	}
+	return err
+}
