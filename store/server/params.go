@@ -7,11 +7,15 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memfs/memfs/store"
 )
 
 // decodeBody reads a JSON object body into v. An empty body decodes as {}.
+// The body must be valid UTF-8 and escape no lone UTF-16 surrogate:
+// encoding/json silently turns either into U+FFFD, and the server would
+// store other text than the client sent.
 func decodeBody(r *http.Request, v any) error {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -25,10 +29,59 @@ func decodeBody(r *http.Request, v any) error {
 	if len(b) == 0 {
 		return nil
 	}
+	if !utf8.Valid(b) {
+		return store.Errorf(store.ErrInvalid, "request body is not valid UTF-8")
+	}
+	if loneSurrogate(b) {
+		return store.Errorf(store.ErrInvalid, "request body escapes a lone UTF-16 surrogate (\\uD800-\\uDFFF not in a pair), which is not valid UTF-8 text")
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return store.Errorf(store.ErrInvalid, "request body is not valid JSON for this endpoint: %v", err)
 	}
 	return nil
+}
+
+// loneSurrogate reports whether the JSON text b has a \u escape of a
+// UTF-16 surrogate that is not half of a high-low pair. Backslashes occur
+// only inside JSON strings, so b is scanned without parsing it; malformed
+// escapes are left to json.Unmarshal.
+func loneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(b) || b[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(b[i+1:])
+		if !ok {
+			continue
+		}
+		i += 4
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+2 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+				if lo, ok := hex4(b[i+3:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 6
+					continue
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// hex4 parses the four hex digits at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // query reads and checks query parameters; the first error sticks.

@@ -17,9 +17,21 @@ type dialect struct {
 	// processes ("" when there are none to wake).
 	notify     string
 	migrations []string
+	// bytea: content and description columns are BYTEA (PostgreSQL, see
+	// postgresV2), so their values are passed as []byte.
+	bytea bool
 
 	mu    sync.Mutex
 	cache map[string]string
+}
+
+// text converts a content or description value for its column: []byte
+// for BYTEA, the string itself for TEXT. Either scans back into a string.
+func (d *dialect) text(s string) any {
+	if d.bytea {
+		return []byte(s)
+	}
+	return s
 }
 
 // q returns the query with placeholders in this dialect's form. Queries

@@ -83,7 +83,7 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 	}
 	var content any
 	if c.content != nil {
-		content = *c.content
+		content = db.d.text(*c.content)
 	}
 	actorID := c.actor.APIKeyID
 	if c.actor.Type == store.ActorSession {
@@ -130,7 +130,7 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 		}
 		st.memoryCount++
 		_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			id, storeID, vid, in.Path, in.Content, store.SHA256Hex(in.Content), len(in.Content), now, now)
+			id, storeID, vid, in.Path, db.d.text(in.Content), store.SHA256Hex(in.Content), len(in.Content), now, now)
 		return mapErr(err)
 	})
 	if err != nil {
@@ -195,7 +195,7 @@ func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in sto
 			return err
 		}
 		_, err = tx.ExecContext(ctx, db.d.q(`UPDATE memories SET version_id = ?, path = ?, content = ?, sha = ?, size = ?, updated_at = ? WHERE id = ?`),
-			vid, newPath, newContent, store.SHA256Hex(newContent), len(newContent), now, memoryID)
+			vid, newPath, db.d.text(newContent), store.SHA256Hex(newContent), len(newContent), now, memoryID)
 		return mapErr(err)
 	})
 	if err != nil {

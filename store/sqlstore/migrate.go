@@ -79,14 +79,25 @@ CREATE TABLE memory_changes (
 CREATE INDEX memory_changes_time ON memory_changes (created_at);
 `
 
+// postgresV2 stores memory content and store descriptions as BYTEA on
+// PostgreSQL, whose TEXT can't hold a NUL byte: NUL is valid UTF-8, so
+// validation allows it there (SQLite TEXT holds it; its v2 is empty, which
+// keeps version numbers equal across dialects). Values are passed with
+// dialect.text and read back into strings as before.
+const postgresV2 = `
+ALTER TABLE memories ALTER COLUMN content TYPE BYTEA USING convert_to(content, 'UTF8');
+ALTER TABLE memory_versions ALTER COLUMN content TYPE BYTEA USING convert_to(content, 'UTF8');
+ALTER TABLE memory_stores ALTER COLUMN description TYPE BYTEA USING convert_to(description, 'UTF8');
+`
+
 func sqliteMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{BLOB}", "BLOB", "{PATH}", "TEXT")
-	return []string{r.Replace(schemaV1)}
+	return []string{r.Replace(schemaV1), ""}
 }
 
 func postgresMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "BIGSERIAL PRIMARY KEY", "{BLOB}", "BYTEA", "{PATH}", `TEXT COLLATE "C"`)
-	return []string{r.Replace(schemaV1)}
+	return []string{r.Replace(schemaV1), postgresV2}
 }
 
 // migrate applies every migration not yet recorded, each in its own

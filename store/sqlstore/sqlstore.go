@@ -125,6 +125,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		name: "postgres", forUpdate: " FOR UPDATE", numbered: true,
 		notify:     "SELECT pg_notify('" + notifyChannel + "', ?)",
 		migrations: postgresMigrations(),
+		bytea:      true,
 	}}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
