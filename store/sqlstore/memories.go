@@ -214,9 +214,8 @@ func (db *DB) DeleteMemory(ctx context.Context, storeID, memoryID string, in sto
 		if err != nil {
 			return mapErr(err)
 		}
-		if st.archived {
-			return archivedErr(storeID)
-		}
+		// An archived store still lets its memories be deleted (the SDK
+		// documents it), unlike every other write.
 		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
 			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
 		}

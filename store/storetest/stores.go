@@ -280,10 +280,6 @@ func testStoreArchive(t *testing.T, open Opener) {
 	wantErr(t, err, store.ErrForbidden, "UpdateMemory content in archived store")
 	_, err = b.UpdateMemory(ctx, s.ID, m.ID, store.UpdateMemoryInput{Path: ptr("/moved"), ExpectedSHA256: ptr(m.ContentSHA256), Actor: apiActor})
 	wantErr(t, err, store.ErrForbidden, "UpdateMemory path in archived store")
-	err = b.DeleteMemory(ctx, s.ID, m.ID, store.DeleteMemoryInput{Actor: apiActor})
-	wantErr(t, err, store.ErrForbidden, "DeleteMemory in archived store")
-	err = b.DeleteMemory(ctx, s.ID, m.ID, store.DeleteMemoryInput{ExpectedSHA256: ptr(m.ContentSHA256), Actor: apiActor})
-	wantErr(t, err, store.ErrForbidden, "DeleteMemory with precondition in archived store")
 
 	// Reads still work and nothing changed.
 	if g := get(t, b, s.ID, m.ID); contentOf(t, g) != "one" || g.Path != "/a" || g.MemoryVersionID != m.MemoryVersionID {
@@ -299,6 +295,14 @@ func testStoreArchive(t *testing.T, open Opener) {
 	if h2 := head(t, b, s.ID); h2 != h {
 		t.Fatalf("refused writes moved the feed head from %d to %d", h, h2)
 	}
+
+	// Deleting memories stays possible (the SDK documents it: "You can still
+	// read and delete its memories"), preconditions included.
+	err = b.DeleteMemory(ctx, s.ID, m.ID, store.DeleteMemoryInput{ExpectedSHA256: ptr("0000000000000000000000000000000000000000000000000000000000000000"), Actor: apiActor})
+	wantErr(t, err, store.ErrPreconditionFailed, "DeleteMemory with a wrong precondition in archived store")
+	err = b.DeleteMemory(ctx, s.ID, m.ID, store.DeleteMemoryInput{ExpectedSHA256: ptr(m.ContentSHA256), Actor: apiActor})
+	ok(t, err, "DeleteMemory in archived store")
+	equalStrings(t, "ListMemories after delete in archived store", listNames(t, b, s.ID, store.ListMemoriesOptions{}), []string{"/b"})
 
 	_, err = b.ArchiveStore(ctx, "memstore_doesnotexist")
 	wantErr(t, err, store.ErrNotFound, "ArchiveStore unknown")
