@@ -72,7 +72,7 @@ func (db *DB) Changes(ctx context.Context, storeID string, after int64, limit in
 
 // Subscribe returns a channel closed at the store's next commit.
 func (db *DB) Subscribe(storeID string) (<-chan struct{}, func()) {
-	return db.hub.subscribe(storeID), func() {}
+	return db.hub.subscribe(storeID)
 }
 
 // PruneChanges drops change-feed rows committed before cutoff and records,

@@ -2,34 +2,53 @@ package sqlstore
 
 import "sync"
 
-// hub wakes change-feed waiters. Each store has at most one open channel;
-// notify closes it (waking every waiter at once) and forgets it, and the
-// next subscribe makes a new one. A spurious wake-up is harmless: waiters
-// re-read the feed.
+// hub wakes change-feed waiters. Each store with waiters has one open
+// channel; notify closes it (waking every waiter at once) and forgets it,
+// and the next subscribe makes a new one. Subscriptions are counted, so a
+// store nobody waits on any more holds no memory. A spurious wake-up is
+// harmless: waiters re-read the feed.
 type hub struct {
 	mu    sync.Mutex
-	chans map[string]chan struct{} // GUARDED_BY(mu)
+	chans map[string]*hubEntry // GUARDED_BY(mu)
 }
 
-func (h *hub) subscribe(storeID string) <-chan struct{} {
+type hubEntry struct {
+	ch   chan struct{}
+	refs int
+}
+
+// subscribe returns the store's current channel and a release function
+// to call once the caller stops waiting on it.
+func (h *hub) subscribe(storeID string) (<-chan struct{}, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.chans == nil {
-		h.chans = map[string]chan struct{}{}
+		h.chans = map[string]*hubEntry{}
 	}
-	ch, ok := h.chans[storeID]
+	e, ok := h.chans[storeID]
 	if !ok {
-		ch = make(chan struct{})
-		h.chans[storeID] = ch
+		e = &hubEntry{ch: make(chan struct{})}
+		h.chans[storeID] = e
 	}
-	return ch
+	e.refs++
+	var once sync.Once
+	return e.ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			e.refs--
+			if e.refs == 0 && h.chans[storeID] == e {
+				delete(h.chans, storeID)
+			}
+		})
+	}
 }
 
 func (h *hub) notify(storeID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ch, ok := h.chans[storeID]; ok {
-		close(ch)
+	if e, ok := h.chans[storeID]; ok {
+		close(e.ch)
 		delete(h.chans, storeID)
 	}
 }
@@ -39,8 +58,8 @@ func (h *hub) notify(storeID string) {
 func (h *hub) notifyAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id, ch := range h.chans {
-		close(ch)
+	for id, e := range h.chans {
+		close(e.ch)
 		delete(h.chans, id)
 	}
 }

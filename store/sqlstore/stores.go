@@ -176,8 +176,16 @@ func (db *DB) DeleteStore(ctx context.Context, id string) error {
 				return mapErr(err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, db.d.q(`DELETE FROM memory_stores WHERE id = ?`), id)
-		return mapErr(err)
+		if _, err := tx.ExecContext(ctx, db.d.q(`DELETE FROM memory_stores WHERE id = ?`), id); err != nil {
+			return mapErr(err)
+		}
+		// Wake long polls on the store in every process: they answer 404.
+		if db.d.notify != "" {
+			if _, err := tx.ExecContext(ctx, db.d.q(db.d.notify), id); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
 	})
 	if err == nil {
 		db.hub.notify(id)
