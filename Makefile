@@ -1,15 +1,16 @@
 # memfs developer entry points.
-#   make up [ARGS="..."]   run the memfs server/CLI ("memfs up")
-#   make test              set up dependencies (PostgreSQL, FUSE) and run all tests
-#   make bench             run the benchmark program
+#   make serve [ARGS="..."]  run the store service (memfs serve) from this checkout
+#   make test                set up dependencies (PostgreSQL, FUSE) and run all tests
+#   make bench [ARGS="..."]  run the benchmark program (go run ./test/bench)
 
 GO ?= go
 ARGS ?=
+export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: up test bench
+.PHONY: serve test bench
 
-up:
-	$(GO) run ./cmd/memfs up $(ARGS)
+serve:
+	$(GO) run ./cmd/memfs serve $(ARGS)
 
 test:
 	bash test/run-tests.sh
