@@ -35,6 +35,7 @@ type Mount struct {
 	Dir    string
 	Tree   *Tree
 	server *fuse.Server
+	notify *notifier
 }
 
 // CheckFUSE reports, with a fix, why this process can't mount: /dev/fuse
@@ -127,8 +128,16 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", abs, err)
 	}
-	return &Mount{Dir: abs, Tree: t, server: server}, nil
+	n := newNotifier(root.EmbeddedInode())
+	t.mu.Lock()
+	t.notify = n
+	t.mu.Unlock()
+	return &Mount{Dir: abs, Tree: t, server: server, notify: n}, nil
 }
+
+// Invalidated returns a channel closed once every kernel invalidation
+// queued so far has been sent: after it, cat and ls show the tree's state.
+func (m *Mount) Invalidated() <-chan struct{} { return m.notify.flushed() }
 
 // Wait blocks until the mount is gone (unmounted by us or by someone else).
 func (m *Mount) Wait() { m.server.Wait() }
@@ -137,6 +146,10 @@ func (m *Mount) Wait() { m.server.Wait() }
 // ends, then detaches lazily (MNT_DETACH). It checks /proc/self/mountinfo,
 // not stat, to know the mount is gone.
 func (m *Mount) Unmount(ctx context.Context) error {
+	m.Tree.mu.Lock()
+	m.Tree.notify = nil
+	m.Tree.mu.Unlock()
+	m.notify.close()
 	backoff := 20 * time.Millisecond
 	for {
 		err := m.server.Unmount()

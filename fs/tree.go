@@ -123,6 +123,17 @@ type Tree struct {
 	bytes   int64            // GUARDED_BY(mu)
 	frozen  bool             // GUARDED_BY(mu): teardown started; refuse changes
 	badUTF8 map[string]bool  // GUARDED_BY(mu): paths warned about
+
+	// notify is set once mounted: changes applied by the sync engine queue
+	// kernel invalidations there (see notify.go). GUARDED_BY(mu).
+	notify *notifier
+}
+
+// invalidate queues an invalidation when the tree is mounted.
+func (t *Tree) invalidate(path string, content bool) {
+	if t.notify != nil {
+		t.notify.push(invalidation{path: path, content: content})
+	}
 }
 
 // RootIno is the inode number of the mount's root.
@@ -237,6 +248,9 @@ func (n *node) attr() Attr {
 	if n.dir {
 		a.Size = 4096
 		a.Nlink = 2
+	}
+	if n.parent == nil && n.name != "" {
+		a.Nlink = 0 // unlinked, still open: fstat says so (NlinkZero, FstatDeleted)
 	}
 	return a
 }

@@ -244,7 +244,18 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 	src.parent, src.name = nd, newName
 	nd.children[newName] = src
 	nd.mtime, nd.ctime, src.ctime = now, now, now
-	return t.journalSubtree(src)
+	if err := t.journalSubtree(src); err != nil {
+		// The journal did not record the move: undo it, so that a failed
+		// rename leaves src where the journal has it (a replaced dst stays
+		// deleted: that is journaled). Files of a directory already
+		// journaled at the new path are journaled back (best effort).
+		delete(nd.children, newName)
+		src.parent, src.name = od, oldName
+		od.children[oldName] = src
+		_ = t.journalSubtree(src)
+		return err
+	}
+	return nil
 }
 
 // fitsBelow checks that every path under dir stays within the limits when

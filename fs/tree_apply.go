@@ -1,0 +1,143 @@
+package fs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Change is a file's new state, applied to the tree by the sync engine
+// (never through the VFS): a journal replayed at mount, or (later) a
+// remote change. Deleted removes the file; otherwise the file with FileID
+// is placed at Path with Content, replacing whatever file was there.
+type Change struct {
+	FileID string
+	// Origin, when set, is the file id of a file already in the tree (a
+	// memory loaded from the store) that this change continues: that file
+	// takes FileID.
+	Origin  string
+	Path    string
+	Content []byte
+	Deleted bool
+}
+
+// Apply applies changes in order without journaling them. A change the
+// tree can't hold (its path crosses a file, or is not a valid path) is
+// returned in the error and skipped; the rest still apply.
+func (t *Tree) Apply(changes []Change) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var bad []string
+	for _, c := range changes {
+		if err := t.applyOne(c); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", c.Path, err))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d change(s) could not be applied: %s", len(bad), strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// byFileID finds the live file with a file id (linear: used at mount and
+// for remote changes, not on the FUSE hot path).
+func (t *Tree) byFileID(id string) *node {
+	for _, n := range t.byIno {
+		if !n.dir && n.fileID == id && n.parent != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+func (t *Tree) applyOne(c Change) error {
+	cur := t.byFileID(c.FileID)
+	if cur == nil && c.Origin != "" && c.Origin != c.FileID {
+		if cur = t.byFileID(c.Origin); cur != nil {
+			cur.fileID = c.FileID
+		}
+	}
+	if c.Deleted {
+		if cur != nil {
+			parent := cur.parent
+			t.invalidate(cur.path(), false)
+			t.detach(cur)
+			// Directories that only held it go too: the store has no
+			// directories, so nothing else keeps them.
+			for d := parent; d != nil && d != t.root && len(d.children) == 0; {
+				up := d.parent
+				t.invalidate(d.path(), false)
+				t.detach(d)
+				d = up
+			}
+		}
+		return nil
+	}
+	if c.Path == "/"+MarkerName {
+		return ErrNotPermit
+	}
+	segs := strings.Split(strings.TrimPrefix(c.Path, "/"), "/")
+	now := t.opts.Now()
+	dir := t.root
+	for _, s := range segs[:len(segs)-1] {
+		ch, ok := dir.children[s]
+		if !ok {
+			if _, err := checkName(dir.path(), s, true); err != nil {
+				return err
+			}
+			ch = t.newNode(dir, s, true, 0o755, now)
+		} else if !ch.dir {
+			return ErrNotDir
+		}
+		dir = ch
+	}
+	name := segs[len(segs)-1]
+	if _, err := checkName(dir.path(), name, false); err != nil {
+		return err
+	}
+	if old, ok := dir.children[name]; ok && old != cur {
+		if old.dir {
+			return ErrIsDir
+		}
+		t.invalidate(c.Path, false)
+		t.detach(old)
+	}
+	if cur == nil {
+		cur = t.newNode(dir, name, false, 0o644, now)
+		cur.fileID = c.FileID
+		t.files++
+		t.invalidate(c.Path, false)
+	} else if cur.parent != dir || cur.name != name {
+		t.invalidate(cur.path(), false)
+		delete(cur.parent.children, cur.name)
+		cur.parent, cur.name = dir, name
+		dir.children[name] = cur
+		t.invalidate(c.Path, false)
+	}
+	if string(cur.content) != string(c.Content) {
+		t.invalidate(c.Path, true)
+	}
+	t.bytes += int64(len(c.Content)) - int64(len(cur.content))
+	cur.content = append([]byte(nil), c.Content...)
+	cur.mtime, cur.ctime = now, now
+	return nil
+}
+
+// detach removes a file without journaling it.
+func (t *Tree) detach(n *node) {
+	if !n.dir {
+		t.files--
+		t.bytes -= int64(len(n.content))
+	}
+	delete(n.parent.children, n.name)
+	n.parent = nil
+	if n.opens == 0 {
+		delete(t.byIno, n.ino)
+	}
+}
+
+// FileCount is the number of files (memories) in the tree.
+func (t *Tree) FileCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.files
+}

@@ -1,0 +1,202 @@
+package syncqueue
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// damage is a check failure at an offset, before any decision whether it is
+// a torn tail or corruption.
+type damage struct {
+	off    int64
+	reason string
+}
+
+// scanResult is what scanning a journal image found.
+type scanResult struct {
+	baseLSN uint64
+	// end is the offset just past the last intact record: the file's
+	// length if it ends cleanly, else where a torn tail begins.
+	end int64
+	// torn describes the torn tail at end, nil if there is none.
+	torn *damage
+	// records is the number of intact records.
+	records int
+}
+
+// errVersion wraps ErrUnsupportedVersion with the version found.
+type errVersion uint32
+
+func (v errVersion) Error() string {
+	return fmt.Sprintf("%v %d (this memfs reads version %d)", ErrUnsupportedVersion, uint32(v), formatVersion)
+}
+func (v errVersion) Unwrap() error { return ErrUnsupportedVersion }
+
+// decodeHeader checks a file header and returns its base LSN. A damaged
+// header is a *damage; an unknown version an errVersion.
+func decodeHeader(b []byte) (uint64, error) {
+	if len(b) < headerLen {
+		return 0, &damage{0, fmt.Sprintf("file header truncated to %d bytes", len(b))}
+	}
+	if !bytes.Equal(b[:8], magic[:]) {
+		return 0, &damage{0, "bad magic"}
+	}
+	if crc32c(b[:20]) != binary.LittleEndian.Uint32(b[20:]) {
+		return 0, &damage{0, "file header checksum mismatch"}
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != formatVersion {
+		return 0, errVersion(v)
+	}
+	return binary.LittleEndian.Uint64(b[12:]), nil
+}
+
+func (d *damage) Error() string { return fmt.Sprintf("offset %d: %s", d.off, d.reason) }
+
+// scan decodes the journal image b, calling fn for each intact record in
+// order with the record and its raw framed bytes (a subslice of b). It stops
+// at the first damage: a torn tail (see the package doc for the exact rules)
+// is reported in the result; corruption, or an error from fn, is returned as
+// a *damage.
+func scan(b []byte, fn func(r *record, raw []byte) error) (scanResult, error) {
+	var res scanResult
+	base, err := decodeHeader(b)
+	if err != nil {
+		return res, err
+	}
+	res.baseLSN = base
+	off := headerLen
+	for off < len(b) {
+		rest := b[off:]
+		if len(rest) < frameHeaderLen {
+			return torn(res, off, fmt.Sprintf("%d bytes at end of file, less than a record header", len(rest)))
+		}
+		n := binary.LittleEndian.Uint32(rest[0:])
+		if crc32c(rest[0:4]) != binary.LittleEndian.Uint32(rest[4:]) {
+			if allZero(rest[frameHeaderLen:]) {
+				if allZero(rest) {
+					return torn(res, off, fmt.Sprintf("%d zero bytes at end of file", len(rest)))
+				}
+				return torn(res, off, "partly written record header at end of file")
+			}
+			return res, &damage{int64(off), "record length check mismatch, followed by more data"}
+		}
+		if n == 0 || n > maxRecordLen {
+			return res, &damage{int64(off), fmt.Sprintf("record length %d out of range", n)}
+		}
+		total := frameHeaderLen + int(n)
+		if total > len(rest) {
+			return torn(res, off, fmt.Sprintf("record of %d bytes runs past end of file (%d bytes left)", total, len(rest)))
+		}
+		body := rest[frameHeaderLen:total]
+		if crc32c(body) != binary.LittleEndian.Uint32(rest[8:]) {
+			if allZero(rest[total:]) {
+				return torn(res, off, "checksum mismatch in the last record")
+			}
+			return res, &damage{int64(off), "record checksum mismatch, followed by more data"}
+		}
+		r, err := decodeBody(body)
+		if err != nil {
+			return res, &damage{int64(off), err.Error()}
+		}
+		if err := fn(r, rest[:total]); err != nil {
+			return res, &damage{int64(off), err.Error()}
+		}
+		res.records++
+		off += total
+	}
+	res.end = int64(off)
+	return res, nil
+}
+
+func torn(res scanResult, off int, reason string) (scanResult, error) {
+	res.end = int64(off)
+	res.torn = &damage{int64(off), reason}
+	return res, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeBody parses type + payload of a record whose CRC passed. PUT content
+// is a subslice of body.
+func decodeBody(body []byte) (*record, error) {
+	d := fieldReader{b: body[1:]}
+	r := &record{typ: recType(body[0])}
+	r.lsn = d.uvarint("lsn")
+	r.fileID = d.str("file_id")
+	switch r.typ {
+	case recPut:
+		r.origin = d.str("origin")
+		r.baseSHA = d.str("base_sha")
+		r.path = d.str("path")
+		r.content = d.bytes("content")
+	case recDelete:
+		r.origin = d.str("origin")
+		r.baseSHA = d.str("base_sha")
+		r.path = d.str("path")
+	case recConfirm:
+		r.confirmed = d.uvarint("confirmed_lsn")
+		r.memoryID = d.str("memory_id")
+		r.sha = d.str("sha")
+		r.path = d.str("path")
+	default:
+		return nil, fmt.Errorf("unknown record type %d", body[0])
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%v record: %w", r.typ, d.err)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%v record: %d bytes after the last field", r.typ, len(d.b))
+	}
+	return r, nil
+}
+
+// fieldReader reads payload fields, remembering the first error.
+type fieldReader struct {
+	b   []byte
+	err error
+}
+
+func (d *fieldReader) uvarint(name string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = fmt.Errorf("bad uvarint in field %s", name)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *fieldReader) bytes(name string) []byte {
+	n := d.uvarint(name)
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("field %s of %d bytes runs past the record", name, n)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *fieldReader) str(name string) string { return string(d.bytes(name)) }
+
+// asDamage reports whether err is a *damage.
+func asDamage(err error) (*damage, bool) {
+	var d *damage
+	ok := errors.As(err, &d)
+	return d, ok
+}

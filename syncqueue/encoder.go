@@ -1,0 +1,136 @@
+package syncqueue
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"strconv"
+)
+
+// Format constants; see "File format" in the package doc.
+const (
+	formatVersion  = 1
+	headerLen      = 24
+	frameHeaderLen = 12
+	maxRecordLen   = 64 << 20
+)
+
+// magic opens every journal file.
+var magic = [8]byte{'M', 'E', 'M', 'F', 'S', 'J', 'N', 'L'}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// recType is a record's type byte.
+type recType byte
+
+const (
+	recPut     recType = 1
+	recDelete  recType = 2
+	recConfirm recType = 3
+)
+
+func (t recType) String() string {
+	switch t {
+	case recPut:
+		return "PUT"
+	case recDelete:
+		return "DELETE"
+	case recConfirm:
+		return "CONFIRM"
+	}
+	return "type " + strconv.Itoa(int(t))
+}
+
+// record is one decoded (or to-be-encoded) journal record. Which fields are
+// used depends on typ; see the package doc.
+type record struct {
+	typ     recType
+	lsn     uint64
+	fileID  string
+	origin  string // PUT, DELETE
+	baseSHA string // PUT, DELETE
+	path    string
+	content []byte // PUT
+
+	confirmed uint64 // CONFIRM: the LSN of the confirmed state
+	memoryID  string // CONFIRM
+	sha       string // CONFIRM
+}
+
+// encodeHeader returns a file header carrying baseLSN.
+func encodeHeader(baseLSN uint64) []byte {
+	h := make([]byte, headerLen)
+	copy(h, magic[:])
+	binary.LittleEndian.PutUint32(h[8:], formatVersion)
+	binary.LittleEndian.PutUint64(h[12:], baseLSN)
+	binary.LittleEndian.PutUint32(h[20:], crc32c(h[:20]))
+	return h
+}
+
+// encodeRecord returns r framed: length, length check, CRC, type, payload.
+// The buffer is allocated at its exact size, so a PUT's content is its tail
+// and callers may keep the content as a subslice of the record.
+func encodeRecord(r *record) []byte {
+	n := 1 + uvarintLen(r.lsn) + strLen(r.fileID) + strLen(r.path)
+	switch r.typ {
+	case recPut:
+		n += strLen(r.origin) + strLen(r.baseSHA) + uvarintLen(uint64(len(r.content))) + len(r.content)
+	case recDelete:
+		n += strLen(r.origin) + strLen(r.baseSHA)
+	case recConfirm:
+		n += uvarintLen(r.confirmed) + strLen(r.memoryID) + strLen(r.sha)
+	default:
+		panic("syncqueue: encode of unknown record type")
+	}
+	b := make([]byte, frameHeaderLen, frameHeaderLen+n)
+	b = append(b, byte(r.typ))
+	b = binary.AppendUvarint(b, r.lsn)
+	b = appendStr(b, r.fileID)
+	switch r.typ {
+	case recPut:
+		b = appendStr(b, r.origin)
+		b = appendStr(b, r.baseSHA)
+		b = appendStr(b, r.path)
+		b = binary.AppendUvarint(b, uint64(len(r.content)))
+		b = append(b, r.content...)
+	case recDelete:
+		b = appendStr(b, r.origin)
+		b = appendStr(b, r.baseSHA)
+		b = appendStr(b, r.path)
+	case recConfirm:
+		b = binary.AppendUvarint(b, r.confirmed)
+		b = appendStr(b, r.memoryID)
+		b = appendStr(b, r.sha)
+		b = appendStr(b, r.path)
+	}
+	if len(b) != frameHeaderLen+n {
+		panic("syncqueue: record size miscomputed")
+	}
+	binary.LittleEndian.PutUint32(b[0:], uint32(n))
+	binary.LittleEndian.PutUint32(b[4:], crc32c(b[0:4]))
+	binary.LittleEndian.PutUint32(b[8:], crc32c(b[frameHeaderLen:]))
+	return b
+}
+
+// putContent returns the content of an encoded PUT record: its last
+// contentLen bytes (content is the last field).
+func putContent(rec []byte, contentLen int) []byte {
+	return rec[len(rec)-contentLen : len(rec) : len(rec)]
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func strLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}

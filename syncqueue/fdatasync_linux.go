@@ -1,0 +1,6 @@
+package syncqueue
+
+import "golang.org/x/sys/unix"
+
+// fdatasync flushes a file's data and the metadata needed to read it back.
+func fdatasync(fd int) error { return unix.Fdatasync(fd) }
