@@ -1,0 +1,264 @@
+package syncqueue
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+)
+
+// threeRecords writes PUT a v1, PUT b v1, PUT a v2 (the last one long) and
+// returns the journal bytes, the offset of each record, and the pending
+// state after the first two.
+func threeRecords(t *testing.T) (data []byte, offs []int64, before []Entry) {
+	t.Helper()
+	dir := t.TempDir()
+	opts, _ := testOpts()
+	j := open(t, dir, opts)
+	offs = append(offs, j.Stats().FileBytes)
+	put(t, j, "a", "/a.md", "a version one")
+	offs = append(offs, j.Stats().FileBytes)
+	put(t, j, "b", "/b.md", "b version one")
+	offs = append(offs, j.Stats().FileBytes)
+	before = j.Pending()
+	put(t, j, "a", "/a.md", string(bytes.Repeat([]byte("a version two "), 20)))
+	closeJ(t, j)
+	data, err := os.ReadFile(journalPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, offs, before
+}
+
+// withJournal makes a fresh directory holding data as its journal.
+func withJournal(t *testing.T, data []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(journalPath(dir), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestTornTailEveryCut(t *testing.T) {
+	data, offs, before := threeRecords(t)
+	last := offs[2]
+	for cut := last; cut < int64(len(data)); cut++ {
+		dir := withJournal(t, data[:cut])
+		opts, hook := testOpts()
+		j, err := Open(dir, opts)
+		if err != nil {
+			t.Fatalf("cut at %d: Open: %v", cut, err)
+		}
+		if got := j.Pending(); !reflect.DeepEqual(got, before) {
+			t.Fatalf("cut at %d: pending %+v, want %+v", cut, got, before)
+		}
+		if got := fileSize(t, journalPath(dir)); got != last {
+			t.Fatalf("cut at %d: file is %d bytes, want it truncated to %d", cut, got, last)
+		}
+		if torn := hasLog(hook, logrus.WarnLevel, "torn"); torn != (cut > last) {
+			t.Fatalf("cut at %d: torn-tail warning logged = %v", cut, torn)
+		}
+		// The next record lands where the torn one was, and replays.
+		lsn := put(t, j, "c", "/c.md", "after the cut")
+		closeJ(t, j)
+		j = open(t, dir, opts)
+		if e, ok := pendingByID(j)["c"]; !ok || e.LSN != lsn || len(j.Pending()) != 3 {
+			t.Fatalf("cut at %d: record written after the repair did not replay: %+v", cut, j.Pending())
+		}
+		closeJ(t, j)
+	}
+}
+
+func TestZeroedTail(t *testing.T) {
+	data, _, _ := threeRecords(t)
+	dir := withJournal(t, append(bytes.Clone(data), make([]byte, 4096)...))
+	opts, hook := testOpts()
+	j := open(t, dir, opts)
+	p := pendingByID(j)
+	if len(p) != 2 || len(p["a"].Content) != 14*20 {
+		t.Fatalf("pending: %+v", j.Pending())
+	}
+	if got := fileSize(t, journalPath(dir)); got != int64(len(data)) {
+		t.Fatalf("file is %d bytes, want the zeros cut (%d)", got, len(data))
+	}
+	if !hasLog(hook, logrus.WarnLevel, "torn") {
+		t.Fatal("no warning for the zeroed tail")
+	}
+}
+
+// A checksum failure in the last record, with nothing after it, is a torn
+// write (the size reached the disk, not all the data).
+func TestBadChecksumInLastRecordIsTorn(t *testing.T) {
+	data, offs, before := threeRecords(t)
+	for _, tail := range []int{0, 100} { // nothing, or zeros, after it
+		d := append(bytes.Clone(data), make([]byte, tail)...)
+		d[len(data)-5] ^= 0x40
+		dir := withJournal(t, d)
+		opts, _ := testOpts()
+		j := open(t, dir, opts)
+		if got := j.Pending(); !reflect.DeepEqual(got, before) {
+			t.Fatalf("pending %+v, want %+v", got, before)
+		}
+		if got := fileSize(t, journalPath(dir)); got != offs[2] {
+			t.Fatalf("file is %d bytes, want %d", got, offs[2])
+		}
+		closeJ(t, j)
+	}
+}
+
+func TestCorruptionIsMovedAsideNeverSkipped(t *testing.T) {
+	data, offs, _ := threeRecords(t)
+	flip := func(off int64) func([]byte) []byte {
+		return func(b []byte) []byte { b[off] ^= 0x01; return b }
+	}
+	cases := []struct {
+		name   string
+		damage func([]byte) []byte
+		at     int64 // offset the error must name
+	}{
+		{"payload byte of the first record", flip(offs[0] + 20), offs[0]},
+		{"payload byte of the middle record", flip(offs[1] + 16), offs[1]},
+		{"checksum of the first record", flip(offs[0] + 9), offs[0]},
+		{"length of the first record", flip(offs[0]), offs[0]},
+		{"high byte of the first length", func(b []byte) []byte { b[offs[0]+3] = 0x7f; return b }, offs[0]},
+		{"length check of the first record", flip(offs[0] + 5), offs[0]},
+		{"type of the first record", flip(offs[0] + 12), offs[0]},
+		{"magic", flip(1), 0},
+		{"header base lsn", flip(14), 0},
+		{"header checksum", flip(22), 0},
+		{"file shorter than its header", func(b []byte) []byte { return b[:10] }, 0},
+		{"garbage after a zeroed gap", func(b []byte) []byte {
+			return append(append(b, make([]byte, 64)...), "junk that is not a record"...)
+		}, int64(len(data))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			damaged := tc.damage(bytes.Clone(data))
+			dir := withJournal(t, damaged)
+			opts, hook := testOpts()
+			_, err := Open(dir, opts)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open: %v, want ErrCorrupt", err)
+			}
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Offset != tc.at {
+				t.Fatalf("error %v: want a *CorruptError at offset %d", err, tc.at)
+			}
+			moved, _ := filepath.Glob(filepath.Join(dir, "journal.corrupt-*"))
+			if len(moved) != 1 || moved[0] != ce.MovedTo {
+				t.Fatalf("moved aside: %v (error says %q)", moved, ce.MovedTo)
+			}
+			if got, _ := os.ReadFile(moved[0]); !bytes.Equal(got, damaged) {
+				t.Fatal("the moved file does not hold the journal's bytes")
+			}
+			if _, err := os.Stat(journalPath(dir)); !os.IsNotExist(err) {
+				t.Fatalf("journal still in place: %v", err)
+			}
+			if !hasLog(hook, logrus.ErrorLevel, "CORRUPT") {
+				t.Fatal("no error logged")
+			}
+			// The lock was released; the next Open starts empty and the
+			// moved file stays for a human.
+			j := open(t, dir, opts)
+			if p := j.Pending(); len(p) != 0 {
+				t.Fatalf("pending after the move: %+v", p)
+			}
+			if moved2, _ := filepath.Glob(filepath.Join(dir, "journal.corrupt-*")); len(moved2) != 1 {
+				t.Fatalf("corrupt file gone: %v", moved2)
+			}
+		})
+	}
+}
+
+// Records with valid checksums that a live journal could not have written.
+func TestImpossibleRecordsAreCorruption(t *testing.T) {
+	rec := func(r record) []byte { return encodeRecord(&r) }
+	cases := map[string][][]byte{
+		"lsn going backwards": {
+			rec(record{typ: recPut, lsn: 5, fileID: "a", path: "/a"}),
+			rec(record{typ: recPut, lsn: 3, fileID: "b", path: "/b"}),
+		},
+		"confirm of nothing pending": {
+			rec(record{typ: recPut, lsn: 1, fileID: "a", path: "/a"}),
+			rec(record{typ: recConfirm, lsn: 2, fileID: "b", confirmed: 1, memoryID: "m"}),
+		},
+		"confirm of a future lsn": {
+			rec(record{typ: recPut, lsn: 1, fileID: "a", path: "/a"}),
+			rec(record{typ: recConfirm, lsn: 2, fileID: "a", confirmed: 7, memoryID: "m"}),
+		},
+		"empty file id": {
+			rec(record{typ: recPut, lsn: 1, path: "/a"}),
+		},
+		"unknown type": {
+			func() []byte {
+				b := rec(record{typ: recDelete, lsn: 1, fileID: "a", path: "/a"})
+				b[12] = 9
+				binary.LittleEndian.PutUint32(b[8:], crc32c(b[12:]))
+				return b
+			}(),
+		},
+		"bytes after the last field": {
+			func() []byte {
+				b := rec(record{typ: recDelete, lsn: 1, fileID: "a", path: "/a"})
+				b = append(b, 0)
+				binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-frameHeaderLen))
+				binary.LittleEndian.PutUint32(b[4:], crc32c(b[0:4]))
+				binary.LittleEndian.PutUint32(b[8:], crc32c(b[12:]))
+				return b
+			}(),
+		},
+	}
+	for name, recs := range cases {
+		t.Run(name, func(t *testing.T) {
+			data := encodeHeader(0)
+			for _, r := range recs {
+				data = append(data, r...)
+			}
+			opts, _ := testOpts()
+			if _, err := Open(withJournal(t, data), opts); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+func TestUnsupportedVersionIsLeftInPlace(t *testing.T) {
+	h := encodeHeader(0)
+	binary.LittleEndian.PutUint32(h[8:], 2)
+	binary.LittleEndian.PutUint32(h[20:], crc32c(h[:20]))
+	dir := withJournal(t, h)
+	opts, _ := testOpts()
+	_, err := Open(dir, opts)
+	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open: %v", err)
+	}
+	if got, _ := os.ReadFile(journalPath(dir)); !bytes.Equal(got, h) {
+		t.Fatal("journal of an unknown version was touched")
+	}
+	if _, err := Open(dir, opts); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("second Open (lock released?): %v", err)
+	}
+}
+
+// A journal that holds nothing but zeros (created, then a crash before the
+// data reached the disk) has nothing to lose: it is started anew.
+func TestAllZeroJournalStartsAnew(t *testing.T) {
+	for _, n := range []int{0, 7, headerLen, 4096} {
+		dir := withJournal(t, make([]byte, n))
+		opts, _ := testOpts()
+		j := open(t, dir, opts)
+		put(t, j, "a", "/a", "x")
+		closeJ(t, j)
+		j = open(t, dir, opts)
+		if len(j.Pending()) != 1 {
+			t.Fatalf("%d zero bytes: pending %+v", n, j.Pending())
+		}
+		closeJ(t, j)
+	}
+}
