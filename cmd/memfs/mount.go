@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/worker"
+)
+
+func init() {
+	register("mount", "mount one memory store in the foreground (for people and tests)", runMount)
+}
+
+// syncFlags are the options of every command that syncs (worker.md).
+type syncFlags struct {
+	interval, deletions, stateDir string
+	deleteDelay                   time.Duration
+	logFormat, logLevel           string
+}
+
+func (s *syncFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&s.interval, "memory-sync-interval", envOr("15s", "MEMFS_MEMORY_SYNC_INTERVAL"), "how often local changes are uploaded: a duration of at least 5s, or off (env MEMFS_MEMORY_SYNC_INTERVAL)")
+	fs.StringVar(&s.deletions, "memory-sync-deletions", envOr(syncqueue.DeletionsEnabled, "MEMFS_MEMORY_SYNC_DELETIONS"), "enabled, log_only or disabled (env MEMFS_MEMORY_SYNC_DELETIONS)")
+	fs.DurationVar(&s.deleteDelay, "memory-sync-delete-delay", 30*time.Second, "how long a local delete must last before it is sent (tests shorten it)")
+	fs.StringVar(&s.stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "journals, conflict logs and lock files (env MEMFS_STATE_DIR)")
+	addLogFlags(fs, &s.logFormat, &s.logLevel)
+}
+
+// parseInterval reads --memory-sync-interval: 0 means off.
+func (s *syncFlags) parseInterval() (time.Duration, error) {
+	if strings.EqualFold(s.interval, "off") {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.interval)
+	if err != nil {
+		return 0, fmt.Errorf("--memory-sync-interval must be a duration like 15s, or off, not %q", s.interval)
+	}
+	if d < syncqueue.MinInterval {
+		return 0, fmt.Errorf("--memory-sync-interval must be at least %s (or off), not %s", syncqueue.MinInterval, d)
+	}
+	return d, nil
+}
+
+// defaultStateDir is /var/lib/memfs as root, else $XDG_STATE_HOME/memfs
+// (~/.local/state/memfs).
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/memfs"
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "memfs")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "memfs")
+}
+
+func runMount(args []string) error {
+	var sf syncFlags
+	var apiURL, apiKey, storeID string
+	var readOnly, debug bool
+	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), `Usage: memfs mount --api-url URL --api-key KEY --store ID [--read-only] [flags] MOUNTPOINT
+
+Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT is
+created if missing; an existing empty directory is accepted. Every file
+closed on the mount is journaled under --state-dir at once and uploaded
+every --memory-sync-interval. Ctrl-C or SIGTERM runs a final sync (at most
+30 s), unmounts and exits 0; whatever could not be uploaded stays in the
+journal and is replayed by the next 'memfs mount' of the store with the
+same --state-dir. SIGUSR1 runs a sync pass at once.
+
+Example:
+  memfs mount --api-url http://127.0.0.1:8080 --api-key "$MEMFS_API_KEY" --store memstore_... /mnt/memory/notes
+
+Flags:
+`)
+		fset.PrintDefaults()
+	}
+	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
+	fset.StringVar(&apiKey, "api-key", envOr("", "MEMFS_API_KEY"), "an admin key of the store service (env MEMFS_API_KEY)")
+	fset.StringVar(&storeID, "store", "", "the memory store id (memstore_...)")
+	fset.BoolVar(&readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
+	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
+	sf.add(fset)
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("give exactly one MOUNTPOINT")
+	}
+	if storeID == "" {
+		return usagef("--store is required")
+	}
+	if apiKey == "" {
+		return usagef("--api-key (or MEMFS_API_KEY) is required: the admin key printed by memfs serve")
+	}
+	interval, err := sf.parseInterval()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if interval == 0 {
+		return usagef("--memory-sync-interval off means running without memory: there is nothing to mount")
+	}
+	log, err := newLogger(sf.logFormat, sf.logLevel)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cl, err := client.New(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	m, err := worker.MountStore(ctx, worker.MountOptions{
+		Engine: syncqueue.EngineOptions{
+			StoreID: storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: readOnly,
+			Interval: interval, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
+			UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
+		},
+		Mountpoint: pos[0],
+		FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0, Debug: debug},
+		Log:        log,
+	})
+	if err != nil {
+		return err
+	}
+	// SIGUSR1 runs a sync pass at once (for people who don't want to wait
+	// for the interval, and for tests). It is caught before the "mounted"
+	// line is printed: a SIGUSR1 sent by a script as soon as it reads that
+	// line would otherwise be dropped (Go ignores an un-notified SIGUSR1).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	fmt.Printf("memfs mount: %s mounted at %s (Ctrl-C to unmount)\n", storeID, m.Dir())
+	gone := m.Gone()
+	clean := true
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-gone:
+			log.Error("the mount was unmounted from outside memfs; uploading what is pending")
+			clean = false
+			break wait
+		case <-usr1:
+			res := m.Engine().SyncNow(ctx, true, false)
+			log.WithFields(map[string]any{"uploaded": res.Uploaded, "deleted": res.Deleted, "failed": res.Failed, "left": res.Left}).Info("sync pass on SIGUSR1")
+		}
+	}
+	stop() // a second Ctrl-C now kills the process; the journal keeps what is left
+	if err := m.Close(context.Background(), clean); err != nil {
+		return err
+	}
+	if !clean {
+		return errors.New("the mount was removed from outside")
+	}
+	return nil
+}

@@ -1,0 +1,353 @@
+package syncqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/store"
+)
+
+// Store is what the engine needs from the store service; store/client's
+// Client satisfies it. Each call is bounded by the client's own timeouts.
+type Store interface {
+	GetStore(ctx context.Context, storeID string) (*store.Store, error)
+	ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error)
+	CreateMemory(ctx context.Context, storeID, path, content string) (*store.Memory, error)
+	UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error)
+	DeleteMemory(ctx context.Context, storeID, memoryID string, expectedSHA256 *string) error
+}
+
+// Deletion modes (--memory-sync-deletions).
+const (
+	DeletionsEnabled  = "enabled"
+	DeletionsLogOnly  = "log_only"
+	DeletionsDisabled = "disabled"
+)
+
+// MinInterval is the shortest sync interval.
+const MinInterval = 5 * time.Second
+
+// EngineOptions configure an Engine.
+type EngineOptions struct {
+	// StoreID is the store to mount (required).
+	StoreID string
+	// Store is the API (required).
+	Store Store
+	// StateDir is the worker's state directory; the store's journal lives
+	// in StateDir/stores/<StoreID> (required unless ReadOnly).
+	StateDir string
+	// ReadOnly mounts without a journal and never uploads.
+	ReadOnly bool
+	// Interval is the flusher's period (default 15 s, at least 5 s).
+	Interval time.Duration
+	// Deletions is enabled (default), log_only or disabled.
+	Deletions string
+	// DeleteDelay is how long a local delete must last before it is sent
+	// (default 30 s).
+	DeleteDelay time.Duration
+	// Concurrency bounds parallel requests to the store (default 8).
+	Concurrency int
+	// UID and GID own the files.
+	UID, GID uint32
+	// Log receives the engine's log lines (default: logrus's standard logger).
+	Log logrus.FieldLogger
+}
+
+// Validate checks the options and fills in defaults.
+func (o *EngineOptions) Validate() error {
+	if o.StoreID == "" || o.Store == nil {
+		return errors.New("syncqueue: StoreID and Store are required")
+	}
+	if !o.ReadOnly && o.StateDir == "" {
+		return errors.New("syncqueue: StateDir is required for a writable store")
+	}
+	if o.Interval == 0 {
+		o.Interval = 15 * time.Second
+	}
+	if o.Interval < MinInterval {
+		return fmt.Errorf("the sync interval must be at least %s, not %s", MinInterval, o.Interval)
+	}
+	switch o.Deletions {
+	case "":
+		o.Deletions = DeletionsEnabled
+	case DeletionsEnabled, DeletionsLogOnly, DeletionsDisabled:
+	default:
+		return fmt.Errorf("memory sync deletions must be enabled, log_only or disabled, not %q", o.Deletions)
+	}
+	if o.DeleteDelay == 0 {
+		o.DeleteDelay = 30 * time.Second
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Log == nil {
+		o.Log = logrus.StandardLogger()
+	}
+	o.Log = o.Log.WithField("store", o.StoreID)
+	return nil
+}
+
+// Engine keeps one mounted store and its local tree in step: it loads the
+// store, replays what a previous run left in the journal, and runs the
+// flusher that uploads local changes every interval.
+//
+// Lifecycle: NewEngine validates; Open loads (the tree is then ready to
+// mount); Start runs the flusher; Finish(ctx, clean) freezes the tree and
+// runs the final sync; Close releases the journal.
+type Engine struct {
+	opts    EngineOptions
+	log     logrus.FieldLogger
+	journal *Journal // nil when ReadOnly
+	tree    *fs.Tree
+	f       *flusher
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewEngine returns an engine; nothing is opened yet.
+func NewEngine(opts EngineOptions) (*Engine, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{opts: opts, log: opts.Log}, nil
+}
+
+// Tree is the local tree to mount (after Open).
+func (e *Engine) Tree() *fs.Tree { return e.tree }
+
+// JournalDir is where this store's journal lives.
+func JournalDir(stateDir, storeID string) string {
+	return filepath.Join(stateDir, "stores", storeID)
+}
+
+// Open checks the store, opens (and locks) its journal, loads every
+// memory, and replays pending changes from a previous run onto the tree.
+func (e *Engine) Open(ctx context.Context) error {
+	st, err := e.opts.Store.GetStore(ctx, e.opts.StoreID)
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("memory store %s does not exist (or this key can't see it)", e.opts.StoreID)
+		case errors.Is(err, store.ErrUnauthorized):
+			return fmt.Errorf("the API key was refused: %w", err)
+		}
+		return fmt.Errorf("get memory store %s: %w", e.opts.StoreID, err)
+	}
+	readOnly := e.opts.ReadOnly
+	if st.Archived() && !readOnly {
+		e.log.Warn("the memory store is archived: mounting it read-only")
+		readOnly = true
+	}
+	if !readOnly {
+		j, err := Open(JournalDir(e.opts.StateDir, e.opts.StoreID), Options{Log: e.log})
+		if err != nil {
+			return err
+		}
+		e.journal = j
+	}
+	files, err := loadStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency)
+	if err != nil {
+		e.closeJournal(ctx)
+		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
+	}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, UID: e.opts.UID, GID: e.opts.GID, Log: e.log}
+	if e.journal != nil {
+		topts.Journal = journalSink{e.journal}
+	}
+	e.tree, err = fs.NewTree(topts)
+	if err != nil {
+		e.closeJournal(ctx)
+		return err
+	}
+	fsFiles := make([]fs.File, len(files))
+	for i, m := range files {
+		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Content: []byte(*m.Content), Mtime: m.UpdatedAt}
+		if e.journal != nil {
+			e.journal.SetBase(m.ID, m.ID, m.ContentSHA256)
+		}
+	}
+	e.tree.Load(fsFiles)
+	if e.journal == nil {
+		return nil
+	}
+	e.f = newFlusher(e.opts, e.journal, e.tree, len(files))
+	pending := e.journal.Pending()
+	if len(pending) > 0 {
+		changes := make([]fs.Change, len(pending))
+		for i, p := range pending {
+			changes[i] = fs.Change{FileID: p.FileID, Origin: p.Origin, Path: p.Path, Content: p.Content, Deleted: p.Deleted}
+		}
+		if err := e.tree.Apply(changes); err != nil {
+			e.log.WithError(err).Warn("some changes left in the journal could not be shown on the mount; they stay journaled")
+		}
+		e.log.WithField("pending", len(pending)).Warn("replaying changes a previous run left in the journal")
+	}
+	return nil
+}
+
+// Start runs the flusher every interval until Close.
+func (e *Engine) Start() {
+	if e.f == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		t := time.NewTicker(e.opts.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				e.f.tick(ctx, tickOptions{deletes: true})
+			}
+		}
+	}()
+}
+
+// SyncNow runs one flusher pass at once (tests, status).
+func (e *Engine) SyncNow(ctx context.Context, deletes, waiveDelay bool) SyncResult {
+	if e.f == nil {
+		return SyncResult{}
+	}
+	return e.f.tick(ctx, tickOptions{deletes: deletes, waiveDelay: waiveDelay})
+}
+
+// FinalSyncTimeout bounds the final sync of Finish.
+const FinalSyncTimeout = 30 * time.Second
+
+// Finish starts the end of the session: the tree refuses new changes
+// (writes through handles already open still land), the flusher stops,
+// and a final sync uploads what is pending — deletes included (without the
+// 30 s wait, with the per-pass cap) when clean, writes only otherwise —
+// bounded by ctx and FinalSyncTimeout. What could not be uploaded stays in
+// the journal for the next mount, and the count is logged. Call Close
+// after unmounting.
+func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
+	if e.tree != nil {
+		e.tree.Freeze()
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	if e.f == nil {
+		return SyncResult{}
+	}
+	fctx, cancel := context.WithTimeout(ctx, FinalSyncTimeout)
+	defer cancel()
+	res := e.f.tick(fctx, tickOptions{deletes: clean, waiveDelay: clean, final: true})
+	if !clean && res.DeletesPending > 0 {
+		e.log.WithField("deletes", res.DeletesPending).Warn("the session did not end cleanly: pending deletions were not sent")
+	}
+	if left := res.Left - res.DeletesPending; left > 0 {
+		e.log.WithField("left", left).Warn("final sync cut short: changes stay in the journal and are replayed at the next mount of this store")
+	}
+	return res
+}
+
+// Close releases the journal (after Finish and the unmount).
+func (e *Engine) Close(ctx context.Context) error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	return e.closeJournal(ctx)
+}
+
+func (e *Engine) closeJournal(ctx context.Context) error {
+	if e.journal == nil {
+		return nil
+	}
+	err := e.journal.Close(ctx)
+	e.journal = nil
+	return err
+}
+
+// journalSink adapts the Journal to the filesystem's Journal interface.
+type journalSink struct{ j *Journal }
+
+func (s journalSink) Put(fileID, path string, content []byte) error {
+	_, err := s.j.Put(fileID, path, content)
+	return err
+}
+
+func (s journalSink) Delete(fileID, path string) error {
+	_, err := s.j.Delete(fileID, path)
+	return err
+}
+
+func (s journalSink) Sync() error { return s.j.Sync() }
+
+// loadStore fetches every memory with its content. It lists the root at
+// depth 1 (full view), then each top-level directory's subtree, up to
+// concurrency of them at once: the store's keyset pages are sequential
+// within one listing, so splitting by directory is what lets a large store
+// load in parallel.
+func loadStore(ctx context.Context, st Store, storeID string, concurrency int) ([]store.Memory, error) {
+	list := func(opts store.ListMemoriesOptions, fn func(store.MemoryListItem)) error {
+		opts.Full, opts.Limit = true, store.MaxFullViewListLimit
+		for {
+			p, err := st.ListMemories(ctx, storeID, opts)
+			if err != nil {
+				return err
+			}
+			for _, it := range p.Data {
+				fn(it)
+			}
+			if p.NextPage == "" {
+				return nil
+			}
+			opts.Page = p.NextPage
+		}
+	}
+	var out []store.Memory
+	var prefixes []string
+	err := list(store.ListMemoriesOptions{Depth: 1}, func(it store.MemoryListItem) {
+		if it.Memory != nil && it.Memory.Content != nil {
+			out = append(out, *it.Memory)
+		} else if it.Prefix != "" {
+			prefixes = append(prefixes, it.Prefix)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, concurrency)
+	for _, p := range prefixes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(prefix string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var got []store.Memory
+			err := list(store.ListMemoriesOptions{PathPrefix: prefix}, func(it store.MemoryListItem) {
+				if it.Memory != nil && it.Memory.Content != nil {
+					got = append(got, *it.Memory)
+				}
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			out = append(out, got...)
+		}(p)
+	}
+	wg.Wait()
+	return out, firstErr
+}

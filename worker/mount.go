@@ -1,0 +1,115 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/syncqueue"
+)
+
+// MountOptions configure one mounted store.
+type MountOptions struct {
+	// Engine configures the sync engine (store, state dir, interval, ...).
+	Engine syncqueue.EngineOptions
+	// Mountpoint is created if missing; an existing empty directory is
+	// accepted; anything else is refused and left as found.
+	Mountpoint string
+	// FS configures the FUSE mount.
+	FS fs.MountOptions
+	// Log receives lifecycle lines (default: logrus's standard logger).
+	Log logrus.FieldLogger
+}
+
+// Mounted is a store mounted at a directory.
+type Mounted struct {
+	opts    MountOptions
+	log     logrus.FieldLogger
+	engine  *syncqueue.Engine
+	mount   *fs.Mount
+	created bool // this process created the mount directory
+}
+
+// MountStore checks the mount point, loads the store (replaying any
+// journal a previous run left), mounts it and starts the flusher. On
+// failure it undoes what it did: nothing is left mounted or created.
+func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
+	if opts.Log == nil {
+		opts.Log = logrus.StandardLogger()
+	}
+	if opts.Engine.Log == nil {
+		opts.Engine.Log = opts.Log
+	}
+	log := opts.Log.WithFields(logrus.Fields{"store": opts.Engine.StoreID, "path": opts.Mountpoint})
+	if err := fs.CheckFUSE(); err != nil {
+		return nil, err
+	}
+	eng, err := syncqueue.NewEngine(opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	created, err := fs.PrepareMountpoint(opts.Mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mounted{opts: opts, log: log, engine: eng, created: created}
+	if err := eng.Open(ctx); err != nil {
+		m.removeDir()
+		return nil, err
+	}
+	m.mount, err = fs.MountTree(opts.Mountpoint, eng.Tree(), opts.FS)
+	if err != nil {
+		eng.Close(ctx) //nolint:errcheck
+		m.removeDir()
+		return nil, err
+	}
+	eng.Start()
+	log.Info("memory store mounted")
+	return m, nil
+}
+
+// Engine is the store's sync engine.
+func (m *Mounted) Engine() *syncqueue.Engine { return m.engine }
+
+// Dir is the mount point.
+func (m *Mounted) Dir() string { return m.mount.Dir }
+
+// Gone is closed when the mount disappears (unmounted by us or by someone else).
+func (m *Mounted) Gone() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { m.mount.Wait(); close(ch) }()
+	return ch
+}
+
+// UnmountTimeout bounds the EBUSY retries before a lazy detach.
+const UnmountTimeout = 10 * time.Second
+
+// Close ends the mount: refuse new writes, final sync (deletes included
+// only when clean), unmount, release the journal, and remove the mount
+// directory if this process created it and it is empty.
+func (m *Mounted) Close(ctx context.Context, clean bool) error {
+	m.engine.Finish(ctx, clean)
+	uctx, cancel := context.WithTimeout(ctx, UnmountTimeout)
+	uerr := m.mount.Unmount(uctx)
+	cancel()
+	err := errors.Join(uerr, m.engine.Close(ctx))
+	m.removeDir()
+	m.log.Info("memory store unmounted")
+	return err
+}
+
+// removeDir removes the mount directory if this process created it; a
+// directory that still holds files is left with a warning.
+func (m *Mounted) removeDir() {
+	if !m.created {
+		return
+	}
+	if err := os.Remove(m.opts.Mountpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
+		m.log.WithError(err).Warn(fmt.Sprintf("left the mount directory %s in place", m.opts.Mountpoint))
+	}
+}
