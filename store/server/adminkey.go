@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/durable"
 )
 
 // AdminKeyFile is the name of the generated admin key file in the data dir.
@@ -25,7 +26,7 @@ type AdminKeyResult struct {
 // EnsureAdminKey makes sure the backend has an admin key. A given key is
 // registered (its hash only) if new. With no key given and none stored, a
 // random key is generated, its hash stored, and the key itself written to
-// <dataDir>/admin.key with mode 0600 (tmp, fsync, rename, fsync dir).
+// <dataDir>/admin.key with mode 0600, durably (package durable).
 func EnsureAdminKey(ctx context.Context, b store.KeyStore, given, dataDir string) (AdminKeyResult, error) {
 	var res AdminKeyResult
 	if given != "" {
@@ -50,7 +51,7 @@ func EnsureAdminKey(ctx context.Context, b store.KeyStore, given, dataDir string
 		return res, nil
 	}
 	key := NewKey("sk-memfs-admin-")
-	if err := WriteFileDurable(path, []byte(key+"\n"), 0o600); err != nil {
+	if err := durable.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
 		return res, fmt.Errorf("write the admin key: %w", err)
 	}
 	if _, err := b.CreateAPIKey(ctx, store.KeyKindAdmin, HashKey(key)); err != nil {
@@ -58,43 +59,4 @@ func EnsureAdminKey(ctx context.Context, b store.KeyStore, given, dataDir string
 		return res, err
 	}
 	return AdminKeyResult{KeyFile: path, Generated: true}, nil
-}
-
-// WriteFileDurable writes a file so that a crash leaves either the old or
-// the new content: tmp file, fsync, rename, fsync the directory.
-func WriteFileDurable(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
