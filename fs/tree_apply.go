@@ -141,3 +141,22 @@ func (t *Tree) FileCount() int {
 	defer t.mu.Unlock()
 	return t.files
 }
+
+// At reports what is at a store path: a file (with its file id), a
+// directory, or nothing.
+func (t *Tree) At(path string) (fileID string, isDir, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.root
+	for _, s := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		if !n.dir {
+			return "", false, false
+		}
+		c, found := n.children[s]
+		if !found {
+			return "", false, false
+		}
+		n = c
+	}
+	return n.fileID, n.dir, true
+}

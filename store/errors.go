@@ -37,6 +37,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrInternal: a bug on the server (HTTP 500).
 	ErrInternal = errors.New("internal error")
+	// ErrFeedUnsupported: the server has no change feed (a 404 on the
+	// route for a store that exists); clients fall back to listing.
+	ErrFeedUnsupported = errors.New("the server has no change feed")
 )
 
 // Error is a domain error with a human-readable message and optional

@@ -19,6 +19,8 @@ import (
 type Store interface {
 	GetStore(ctx context.Context, storeID string) (*store.Store, error)
 	ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error)
+	GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error)
+	Changes(ctx context.Context, storeID string, after int64, limit int, wait time.Duration) (store.ChangePage, error)
 	CreateMemory(ctx context.Context, storeID, path, content string) (*store.Memory, error)
 	UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error)
 	DeleteMemory(ctx context.Context, storeID, memoryID string, expectedSHA256 *string) error
@@ -54,6 +56,10 @@ type EngineOptions struct {
 	DeleteDelay time.Duration
 	// Concurrency bounds parallel requests to the store (default 8).
 	Concurrency int
+	// PollWait is how long one long poll of the change feed waits (default 25 s).
+	PollWait time.Duration
+	// Conflicts keeps losing local versions (default: the log under StateDir).
+	Conflicts *ConflictLog
 	// UID and GID own the files.
 	UID, GID uint32
 	// Log receives the engine's log lines (default: logrus's standard logger).
@@ -87,6 +93,12 @@ func (o *EngineOptions) Validate() error {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}
+	if o.PollWait <= 0 {
+		o.PollWait = DefaultPollWait
+	}
+	if o.Conflicts == nil && o.StateDir != "" {
+		o.Conflicts = OpenConflictLog(o.StateDir, ConflictRetention{})
+	}
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()
 	}
@@ -110,6 +122,14 @@ type Engine struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// syncMu is held by a flusher pass and by the overlay while they
+	// change the merge state, the journal or the tree for the store.
+	syncMu    sync.Mutex
+	ms        mergeState // GUARDED_BY(syncMu)
+	cursor    int64      // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
+	conflicts *ConflictLog
+	outage    outage
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -117,7 +137,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Log}, nil
+	return &Engine{opts: opts, log: opts.Log, ms: newMergeState(), conflicts: opts.Conflicts, outage: outage{log: opts.Log}}, nil
 }
 
 // Tree is the local tree to mount (after Open).
@@ -153,6 +173,18 @@ func (e *Engine) Open(ctx context.Context) error {
 		}
 		e.journal = j
 	}
+	// The feed's head, taken before listing: changes that commit while we
+	// list come again through the feed (applying them twice is harmless).
+	head, err := e.opts.Store.Changes(ctx, e.opts.StoreID, 0, 1, 0)
+	switch {
+	case err == nil:
+		e.cursor = head.NextCursor
+	case errors.Is(err, store.ErrFeedUnsupported):
+		e.cursor = 0
+	default:
+		e.closeJournal(ctx)
+		return fmt.Errorf("read the change feed of %s: %w", e.opts.StoreID, err)
+	}
 	files, err := loadStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency)
 	if err != nil {
 		e.closeJournal(ctx)
@@ -170,6 +202,7 @@ func (e *Engine) Open(ctx context.Context) error {
 	fsFiles := make([]fs.File, len(files))
 	for i, m := range files {
 		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Content: []byte(*m.Content), Mtime: m.UpdatedAt}
+		e.ms.agree(m.ID, &files[i])
 		if e.journal != nil {
 			e.journal.SetBase(m.ID, m.ID, m.ContentSHA256)
 		}
@@ -178,12 +211,17 @@ func (e *Engine) Open(ctx context.Context) error {
 	if e.journal == nil {
 		return nil
 	}
-	e.f = newFlusher(e.opts, e.journal, e.tree, len(files))
+	e.f = newFlusher(e, len(files))
 	pending := e.journal.Pending()
 	if len(pending) > 0 {
 		changes := make([]fs.Change, len(pending))
 		for i, p := range pending {
 			changes[i] = fs.Change{FileID: p.FileID, Origin: p.Origin, Path: p.Path, Content: p.Content, Deleted: p.Deleted}
+			if p.Origin != "" {
+				if _, ok := e.ms.known[p.Origin]; ok {
+					e.ms.byMemory[p.Origin] = p.FileID
+				}
+			}
 		}
 		if err := e.tree.Apply(changes); err != nil {
 			e.log.WithError(err).Warn("some changes left in the journal could not be shown on the mount; they stay journaled")
@@ -193,13 +231,19 @@ func (e *Engine) Open(ctx context.Context) error {
 	return nil
 }
 
-// Start runs the flusher every interval until Close.
+// Start runs the flusher every interval and the overlay (remote changes)
+// until Finish.
 func (e *Engine) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.follow(ctx)
+	}()
 	if e.f == nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

@@ -3,6 +3,7 @@ package syncqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -18,20 +19,20 @@ import (
 // file since the store last confirmed it, not the history of operations.
 // Only one tick runs at a time (tickMu).
 type flusher struct {
+	e       *Engine
 	opts    EngineOptions
 	log     logrus.FieldLogger
 	journal *Journal
 	tree    *fs.Tree
 
-	tickMu sync.Mutex
-	// Everything below is GUARDED_BY(tickMu).
+	// sentMu orders the upload goroutines' changes of e.ms and refused.
+	sentMu sync.Mutex
+
+	// Everything below is GUARDED_BY(e.syncMu), which a pass holds.
 	ticks      int
 	storeSize  int                    // memories in the store as last seen (for the delete cap)
 	refused    map[string]uint64      // fileID -> LSN the store refused (400/413); retried once it changes
-	held       map[string]uint64      // fileID -> LSN held back by a conflict (until it changes)
 	deleteSeen map[string]deleteWatch // fileID -> when a tick first saw its pending delete
-	failing    int                    // consecutive ticks with transient failures
-	failures   int                    // transient failures since the last success
 }
 
 type deleteWatch struct {
@@ -40,9 +41,9 @@ type deleteWatch struct {
 	at   time.Time
 }
 
-func newFlusher(opts EngineOptions, j *Journal, t *fs.Tree, storeSize int) *flusher {
-	return &flusher{opts: opts, log: opts.Log, journal: j, tree: t, storeSize: storeSize,
-		refused: map[string]uint64{}, held: map[string]uint64{}, deleteSeen: map[string]deleteWatch{}}
+func newFlusher(e *Engine, storeSize int) *flusher {
+	return &flusher{e: e, opts: e.opts, log: e.log, journal: e.journal, tree: e.tree, storeSize: storeSize,
+		refused: map[string]uint64{}, deleteSeen: map[string]deleteWatch{}}
 }
 
 type tickOptions struct {
@@ -77,9 +78,6 @@ func (f *flusher) plan(pending []Entry) (ops []op, deletes []Entry) {
 		if lsn, ok := f.refused[e.FileID]; ok && lsn == e.LSN {
 			continue
 		}
-		if lsn, ok := f.held[e.FileID]; ok && lsn == e.LSN {
-			continue
-		}
 		switch {
 		case e.Deleted && e.Origin == "":
 			// never uploaded; nothing to do
@@ -105,19 +103,52 @@ func (f *flusher) plan(pending []Entry) (ops []op, deletes []Entry) {
 	return ops, deletes
 }
 
+// verdict is what a failed change means for the next pass.
+type verdict int
+
+const (
+	transientFailure verdict = iota // retried next pass; counts toward an outage
+	refusedFailure                  // the store refused the content: retried once it changes
+	conflictFailure                 // the store changed it too: the store wins
+	pathFailure                     // a path conflict: retried after the pass's other changes
+)
+
 // tick runs one pass: uploads (bounded concurrency), then the deletes that
-// are due, within the per-tick cap.
+// are due, within the per-pass cap; then it resolves, store-wins, every
+// change the store refused because it changed the memory too.
 func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
-	f.tickMu.Lock()
-	defer f.tickMu.Unlock()
+	f.e.syncMu.Lock()
+	defer f.e.syncMu.Unlock()
 	f.ticks++
 	ops, deletes := f.plan(f.journal.Pending())
 	var res SyncResult
-	var mu sync.Mutex
+	var mu sync.Mutex // orders the goroutines' updates of res, retry, conflicted, transient
 	transient := 0
+	var retry []op
+	var conflicted []string // memory ids
+	record := func(o op, err error, again bool) {
+		if err == nil {
+			res.Uploaded++
+			if o.kind == "create" {
+				f.storeSize++
+			}
+			return
+		}
+		switch f.judge(o.entry, err) {
+		case pathFailure:
+			if !again {
+				retry = append(retry, o)
+				return
+			}
+		case conflictFailure:
+			conflicted = append(conflicted, o.target())
+		case transientFailure:
+			transient++
+		}
+		res.Failed++
+	}
 	sem := make(chan struct{}, f.opts.Concurrency)
 	var wg sync.WaitGroup
-	var retry []op
 	for _, o := range ops {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -127,20 +158,7 @@ func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
 			err := f.upload(ctx, o)
 			mu.Lock()
 			defer mu.Unlock()
-			switch {
-			case err == nil:
-				res.Uploaded++
-				if o.kind == "create" {
-					f.storeSize++ // GUARDED_BY(tickMu), held by tick; mu orders the goroutines
-				}
-			case errors.Is(err, store.ErrPathConflict):
-				retry = append(retry, o)
-			case f.judge(o.entry, err):
-				transient++
-				res.Failed++
-			default:
-				res.Failed++
-			}
+			record(o, err, false)
 		}(o)
 	}
 	wg.Wait()
@@ -148,115 +166,123 @@ func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
 	// path another change frees) resolve in a second, sequential round.
 	sort.Slice(retry, func(i, j int) bool { return retry[i].entry.LSN < retry[j].entry.LSN })
 	for _, o := range retry {
-		if err := f.upload(ctx, o); err == nil {
-			res.Uploaded++
-			if o.kind == "create" {
-				f.storeSize++
-			}
-		} else {
-			if f.judge(o.entry, err) {
-				transient++
-			}
-			res.Failed++
-		}
+		record(o, f.upload(ctx, o), true)
 	}
-	d, pendingDeletes, derr := f.sendDeletes(ctx, deletes, to)
+	d, pendingDeletes, derr, dconf := f.sendDeletes(ctx, deletes, to)
 	res.Deleted += d
 	res.DeletesPending = pendingDeletes
 	transient += derr
-	f.noteOutage(transient, res.Uploaded+res.Deleted)
+	conflicted = append(conflicted, dconf...)
+	if !to.final || to.deletes {
+		// The store changed these memories too: the store wins, the local
+		// versions go to the conflict log. (Not on an unclean end, which
+		// only pushes writes.)
+		for _, id := range conflicted {
+			if err := f.e.resolve(ctx, id); err != nil {
+				transient++
+			}
+		}
+	}
+	switch {
+	case transient > 0:
+		f.e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded", transient))
+	case res.Uploaded+res.Deleted > 0:
+		f.e.outage.ok()
+	}
 	res.Left = len(f.journal.Pending())
 	return res
 }
 
-// upload sends one create or update and confirms it in the journal.
+// target is the memory an update or delete op is about.
+func (o op) target() string {
+	if o.replace != nil {
+		return o.replace.Origin
+	}
+	return o.entry.Origin
+}
+
+// upload sends one create or update and confirms it in the journal. The
+// sha it sends is remembered until seen again, so the overlay doesn't take
+// our own write for a remote edit.
 func (f *flusher) upload(ctx context.Context, o op) error {
 	e := o.entry
 	content := string(e.Content)
-	switch o.kind {
-	case "create":
+	if o.kind == "create" {
 		m, err := f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
 		if err != nil {
 			return err
 		}
 		return f.confirm(e, m)
-	default:
-		origin, base := e.Origin, e.BaseSHA
-		if o.replace != nil {
-			origin, base = o.replace.Origin, o.replace.BaseSHA
+	}
+	origin, base := o.target(), e.BaseSHA
+	if o.replace != nil {
+		base = o.replace.BaseSHA
+	}
+	f.noteSent(origin, store.SHA256Hex(content))
+	m, err := f.opts.Store.UpdateMemory(ctx, f.opts.StoreID, origin, store.UpdateMemoryInput{
+		Content: &content, Path: &e.Path, ExpectedSHA256: &base})
+	if errors.Is(err, store.ErrNotFound) {
+		// Deleted in the store meanwhile: the local file is the only copy.
+		m, err = f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
+		if err == nil {
+			f.forget(origin)
 		}
-		m, err := f.opts.Store.UpdateMemory(ctx, f.opts.StoreID, origin, store.UpdateMemoryInput{
-			Content: &content, Path: &e.Path, ExpectedSHA256: &base})
-		if errors.Is(err, store.ErrNotFound) {
-			// Deleted in the store meanwhile: the local file is the only copy.
-			m, err = f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
-		}
-		if err != nil {
+	}
+	if err != nil {
+		return err
+	}
+	if o.replace != nil {
+		if err := f.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil {
 			return err
 		}
-		if o.replace != nil {
-			if err := f.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil {
-				return err
-			}
-		}
-		return f.confirm(e, m)
 	}
+	return f.confirm(e, m)
+}
+
+// noteSent and forget change the merge state from upload goroutines.
+func (f *flusher) noteSent(memoryID, sha string) {
+	f.sentMu.Lock()
+	defer f.sentMu.Unlock()
+	f.e.ms.noteSent(memoryID, sha)
+}
+
+func (f *flusher) forget(memoryID string) {
+	f.sentMu.Lock()
+	defer f.sentMu.Unlock()
+	f.e.ms.forget(memoryID)
 }
 
 func (f *flusher) confirm(e Entry, m *store.Memory) error {
+	f.sentMu.Lock()
 	delete(f.refused, e.FileID)
-	delete(f.held, e.FileID)
-	return f.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path)
+	f.e.ms.agree(e.FileID, m)
+	f.sentMu.Unlock()
+	if err := f.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, ErrNotPending) {
+		return err
+	}
+	return nil
 }
 
-// judge classifies a failed change: it returns true for a transient
-// failure (retried next pass); a refusal is flagged until the file changes.
-func (f *flusher) judge(e Entry, err error) (transient bool) {
+// judge classifies a failed change and warns once per refused file.
+func (f *flusher) judge(e Entry, err error) verdict {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	switch {
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
-		if _, warned := f.refused[e.FileID]; !warned {
+	case errors.Is(err, store.ErrPathConflict):
+		return pathFailure
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return conflictFailure
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrLimit):
+		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {
 			l.WithError(err).Warn("the store refused this file; it stays local and is retried once it changes")
 		}
 		f.refused[e.FileID] = e.LSN
-		return false
-	case errors.Is(err, store.ErrPreconditionFailed):
-		// The store changed this memory too. Store-wins resolution with a
-		// conflict log comes with the remote overlay; until then the local
-		// change is held, journaled, not overwritten.
-		if _, warned := f.held[e.FileID]; !warned {
-			l.WithError(err).Warn("conflict: the memory changed in the store too; the local change is kept in the journal")
-		}
-		f.held[e.FileID] = e.LSN
-		return false
+		return refusedFailure
 	case errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrUnauthorized):
-		if f.failures == 0 {
-			l.WithError(err).Warn("the store refused the credential for this change; it stays journaled and is retried")
+		if !f.e.outage.isDown() {
+			l.WithError(err).Warn("the store refused the credential for this change (token expired or store archived?); it stays journaled and is retried")
 		}
-		return true
-	case errors.Is(err, store.ErrLimit):
-		if _, warned := f.refused[e.FileID]; !warned {
-			l.WithError(err).Warn("the store is at its memory limit; the file stays local")
-		}
-		f.refused[e.FileID] = e.LSN
-		return false
 	}
-	return true
-}
-
-// noteOutage logs "store unreachable" once (with a count) and "recovered" once.
-func (f *flusher) noteOutage(transient, succeeded int) {
-	switch {
-	case transient > 0:
-		f.failures += transient
-		f.failing++
-		if f.failing == 1 {
-			f.log.WithField("failures", f.failures).Warn("store unreachable: changes stay journaled and are retried every interval")
-		}
-	case f.failing > 0:
-		f.log.WithFields(logrus.Fields{"failures": f.failures, "passes": f.failing}).Info("store recovered: journaled changes are being uploaded")
-		f.failing, f.failures = 0, 0
-	}
+	return transientFailure
 }
 
 // deleteCap is how many deletes one pass may send: a quarter of the store,
@@ -268,7 +294,7 @@ func deleteCap(storeSize int) int {
 // sendDeletes applies the deletion mode, the 30 s + confirming-tick rule,
 // the whole-store guard and the per-tick cap. It returns how many were
 // sent, how many remain, and how many failed transiently.
-func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions) (sent, left, transient int) {
+func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions) (sent, left, transient int, conflicted []string) {
 	now := time.Now()
 	live := map[string]bool{}
 	for _, d := range dels {
@@ -280,14 +306,19 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions)
 		}
 	}
 	if len(dels) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, nil
 	}
 	if !to.deletes {
-		return 0, len(dels), 0
+		return 0, len(dels), 0, nil
 	}
 	if f.storeSize >= 2 && len(dels) >= f.storeSize && f.tree.FileCount() == 0 {
-		f.log.WithField("files", len(dels)).Warn("every file of the store disappeared at once: treated as an accident, nothing is deleted in the store")
-		return 0, len(dels), 0
+		f.log.WithField("files", len(dels)).Warn("every file of the store disappeared at once: treated as an accident, nothing is deleted in the store; the files are restored from the store")
+		for _, d := range dels {
+			if err := f.e.restore(ctx, d); err != nil {
+				transient++
+			}
+		}
+		return 0, len(dels), transient, nil
 	}
 	var due []Entry
 	for _, d := range dels {
@@ -309,31 +340,38 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions)
 	for _, d := range due {
 		switch f.opts.Deletions {
 		case DeletionsDisabled:
-			// never delete in the store; the file stays gone locally
-			f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path) //nolint:errcheck
+			// Never delete in the store; the file stays gone locally.
+			f.settleDelete(d)
 			continue
 		case DeletionsLogOnly:
 			f.log.WithField("path", d.Path).Warn("would delete memory " + d.Path)
-			f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path) //nolint:errcheck
+			f.settleDelete(d)
 			continue
 		}
 		sha := d.BaseSHA
 		err := f.opts.Store.DeleteMemory(ctx, f.opts.StoreID, d.Origin, &sha)
 		switch {
 		case err == nil, errors.Is(err, store.ErrNotFound):
-			f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path) //nolint:errcheck
-			delete(f.deleteSeen, d.FileID)
+			f.settleDelete(d)
+			f.e.ms.forget(d.Origin)
 			sent++
 			f.storeSize--
 		case errors.Is(err, store.ErrPreconditionFailed):
-			// The store changed it: the store's version comes back (with the overlay).
-			f.held[d.FileID] = d.LSN
-			f.log.WithField("path", d.Path).Warn("delete not sent: the memory changed in the store; the store's version wins")
+			// The store changed it: the store's version comes back.
+			conflicted = append(conflicted, d.Origin)
 		default:
-			if f.judge(d, err) {
+			if f.judge(d, err) == transientFailure {
 				transient++
 			}
 		}
 	}
-	return sent, len(dels) - sent, transient
+	return sent, len(dels) - sent, transient, conflicted
+}
+
+// settleDelete releases a pending delete (sent, or not to be sent).
+func (f *flusher) settleDelete(d Entry) {
+	delete(f.deleteSeen, d.FileID)
+	if err := f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path); err != nil && !errors.Is(err, ErrNotPending) {
+		f.log.WithError(err).WithField("path", d.Path).Error("could not record a settled delete in the journal")
+	}
 }

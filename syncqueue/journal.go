@@ -358,3 +358,27 @@ func (j *Journal) Stats() Stats {
 	}
 	return s
 }
+
+// Rebase records that a file's pending change now applies on top of
+// memory memoryID holding content sha (its upload's precondition), e.g.
+// after our own earlier upload of the file was applied although its
+// response was lost. With memoryID "" the memory is gone from the store
+// and the pending state becomes a create of the file's content at its path
+// (it is the only copy). It returns ErrNotPending when the file has no
+// pending (non-delete) entry.
+func (j *Journal) Rebase(fileID, memoryID, sha string) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usableLocked(); err != nil {
+		return 0, err
+	}
+	e := j.st.pending[fileID]
+	if e == nil || e.Deleted {
+		return 0, fmt.Errorf("rebase %s: %w", fileID, ErrNotPending)
+	}
+	if memoryID == "" {
+		sha = ""
+	}
+	delete(j.st.bases, fileID)
+	return j.recordLocked(&record{typ: recPut, fileID: fileID, origin: memoryID, baseSHA: sha, path: e.Path, content: append([]byte(nil), e.Content...)})
+}

@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,7 +13,7 @@ import (
 // ErrFeedUnsupported reports a server without the change-feed extension
 // (its /changes route answers 404 while the store exists). Fall back to
 // listing the store.
-var ErrFeedUnsupported = errors.New("the server has no change feed")
+var ErrFeedUnsupported = store.ErrFeedUnsupported
 
 // Wire error types (error.type) that select a sentinel beyond the status.
 const (
