@@ -113,7 +113,10 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
 	if t.opts.ReadOnly {
+		// MS_RDONLY on the mount itself (direct mount as root), and "ro"
+		// for fusermount3 and the superblock.
 		mo.Options = append(mo.Options, "ro")
+		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_RDONLY
 	}
 	root := &fnode{t: t}
 	server, err := gofs.Mount(abs, root, &gofs.Options{
