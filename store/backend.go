@@ -21,6 +21,7 @@ type Backend interface {
 	VersionBackend
 	ChangeFeed
 	KeyStore
+	WorkBackend
 	// Close releases the database. It does not wait for long polls.
 	Close() error
 }
@@ -96,8 +97,11 @@ const (
 
 // APIKey is a stored credential; only its hash is kept.
 type APIKey struct {
-	ID        string
-	Kind      string
+	ID   string
+	Kind string
+	// ScopeID is what the key is for: the environment of an environment
+	// key, the work item of a session token ("" for an admin key).
+	ScopeID   string
 	CreatedAt time.Time
 }
 

@@ -27,6 +27,7 @@ func init() {
 // serveConfig is what `memfs serve` is told by flags and environment.
 type serveConfig struct {
 	listen, db, dataDir, adminKey string
+	memoryRoot                    string
 	maxMemories                   int
 	changeRetention               time.Duration
 	sqliteSync                    string
@@ -38,6 +39,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a postgres:// URL, or a SQLite file (env MEMFS_DB; default <data-dir>/memfs.db)")
 	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
 	fs.StringVar(&c.adminKey, "admin-key", "", "admin API key to accept (env MEMFS_ADMIN_KEY); when none is given or stored, one is generated into <data-dir>/admin.key")
+	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
 	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, "memories one store may hold")
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
 	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
@@ -116,7 +118,7 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	case res.KeyFile != "":
 		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
 	}
-	srv, err := server.New(server.Options{Backend: db, Log: log})
+	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot})
 	if err != nil {
 		return err
 	}

@@ -12,14 +12,25 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// principal is the authenticated caller of a request.
+// principal is the authenticated caller of a request: an admin key, an
+// environment key (scoped to its environment's work queue and sessions) or
+// a session token (scoped to its work item, its session and the memory
+// stores attached to that session).
 type principal struct {
-	kind  string // store.KeyKindAdmin
-	keyID string
+	kind      string // store.KeyKindAdmin, KeyKindEnvironment or KeyKindSession
+	keyID     string
+	envID     string // environment keys and session tokens
+	workID    string // session tokens
+	sessionID string // session tokens
 }
 
 // actor is who a write by p is attributed to.
-func (p *principal) actor() store.Actor { return store.APIActor(p.keyID) }
+func (p *principal) actor() store.Actor {
+	if p.kind == store.KeyKindSession {
+		return store.SessionActor(p.sessionID)
+	}
+	return store.APIActor(p.keyID)
+}
 
 // requireAdmin refuses any principal but an admin key.
 func (p *principal) requireAdmin() error {
@@ -67,6 +78,19 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		return nil, err
 	}
 	p := &principal{kind: k.Kind, keyID: k.ID}
+	switch k.Kind {
+	case store.KeyKindEnvironment:
+		p.envID = k.ScopeID
+	case store.KeyKindSession:
+		// A session token works until its work item is stopped, so it is
+		// checked on every request, never cached.
+		w, err := s.b.FindWork(r.Context(), k.ScopeID)
+		if err != nil || w.State == store.WorkStopped {
+			return nil, store.Errorf(store.ErrUnauthorized, "this session token is no longer valid: its work item is stopped")
+		}
+		p.envID, p.workID, p.sessionID = w.EnvironmentID, w.ID, w.Data.ID
+		return p, nil
+	}
 	s.keys.put(hash, p)
 	return p, nil
 }

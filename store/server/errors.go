@@ -18,7 +18,7 @@ type errorBody struct {
 type errorDetail struct {
 	Type                string            `json:"type"`
 	Message             string            `json:"message"`
-	Details             map[string]string `json:"details,omitempty"`
+	Details             map[string]any    `json:"details,omitempty"`
 	ConflictingMemoryID string            `json:"conflicting_memory_id,omitempty"`
 	ConflictingPath     string            `json:"conflicting_path,omitempty"`
 }
@@ -29,6 +29,7 @@ var errorKinds = []struct {
 	status int
 	typ    string
 }{
+	{store.ErrHeartbeat, http.StatusPreconditionFailed, "invalid_request_error"},
 	{store.ErrInvalid, http.StatusBadRequest, "invalid_request_error"},
 	{store.ErrUnauthorized, http.StatusUnauthorized, "authentication_error"},
 	{store.ErrForbidden, http.StatusForbidden, "permission_error"},
@@ -59,9 +60,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &se) {
 		body.Error.Message = se.Message
 		if se.Code != "" {
-			body.Error.Details = map[string]string{"error_code": se.Code}
+			body.Error.Details = map[string]any{"error_code": se.Code}
 		}
 		body.Error.ConflictingMemoryID, body.Error.ConflictingPath = se.ConflictingMemoryID, se.ConflictingPath
+	}
+	var he *store.HeartbeatError
+	if errors.As(err, &he) {
+		body.Error.Message = he.Error()
+		body.Error.Details = map[string]any{"error_code": "heartbeat_precondition_failed", "error_visibility": "user_facing", "current_state": he.Current}
 	}
 	switch {
 	case status == http.StatusInternalServerError:

@@ -6,11 +6,33 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// storeAccess checks that p may use the memories of a store; write
-// reports whether it may change them. (Session tokens come later; admin
-// keys may do everything.)
+// storeAccess checks that p may use the memories of the request's store:
+// an admin key may use every store; a session token only the stores
+// attached to its session (another store is 404: its existence is not
+// revealed), and writes only through a read_write attachment (403
+// otherwise); an environment key never reads memory contents.
 func (s *Server) storeAccess(r *http.Request, p *principal, write bool) (string, error) {
-	return r.PathValue("store_id"), p.requireAdmin()
+	id := r.PathValue("store_id")
+	switch p.kind {
+	case store.KeyKindAdmin:
+		return id, nil
+	case store.KeyKindSession:
+		sess, err := s.b.GetSession(r.Context(), p.sessionID)
+		if err != nil {
+			return "", err
+		}
+		for _, res := range sess.Resources {
+			if res.MemoryStoreID != id {
+				continue
+			}
+			if write && res.Access == store.AccessReadOnly {
+				return "", store.Errorf(store.ErrForbidden, "memory store %s is attached to this session read-only", id)
+			}
+			return id, nil
+		}
+		return "", store.Errorf(store.ErrNotFound, "memory store %s not found", id)
+	}
+	return "", store.Errorf(store.ErrForbidden, "this credential may not read or write memories")
 }
 
 // withView returns m with content dropped unless full.

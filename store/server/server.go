@@ -26,8 +26,11 @@ type Options struct {
 	// MaxWait caps a change-feed long poll (default 30 s).
 	MaxWait time.Duration
 	// KeyCacheTTL is how long a verified key is trusted without a database
-	// look-up (default 30 s).
+	// look-up (default 30 s). Session tokens are never cached.
 	KeyCacheTTL time.Duration
+	// MemoryRoot is the parent of the mount paths given to sessions
+	// (default /mnt/memory).
+	MemoryRoot string
 }
 
 // Validate checks the options and fills in defaults.
@@ -46,6 +49,9 @@ func (o *Options) Validate() error {
 	}
 	if o.KeyCacheTTL <= 0 {
 		o.KeyCacheTTL = 30 * time.Second
+	}
+	if o.MemoryRoot == "" {
+		o.MemoryRoot = "/mnt/memory"
 	}
 	return nil
 }
@@ -142,6 +148,24 @@ func (s *Server) routes() {
 	s.handle("POST /v1/memory_stores/{store_id}/memory_versions/{version_id}/redact", s.redactVersion)
 	// The change feed (memfs extension).
 	s.handle("GET /v1/memory_stores/{store_id}/changes", s.changes)
+	// Environments, sessions and the work queue.
+	s.handle("POST /v1/environments", s.createEnvironment)
+	s.handle("GET /v1/environments", s.listEnvironments)
+	s.handle("GET /v1/environments/{env_id}", s.getEnvironment)
+	s.handle("POST /v1/environments/{env_id}/archive", s.archiveEnvironment)
+	s.handle("POST /v1/environments/{env_id}/healthcheck", s.enqueueHealthcheck)
+	s.handle("POST /v1/sessions", s.createSession)
+	s.handle("GET /v1/sessions", s.listSessions)
+	s.handle("GET /v1/sessions/{session_id}", s.getSession)
+	s.handle("POST /v1/sessions/{session_id}/archive", s.archiveSession)
+	s.handle("GET /v1/environments/{env_id}/work/poll", s.pollWork)
+	s.handle("GET /v1/environments/{env_id}/work/stats", s.workStats)
+	s.handle("GET /v1/environments/{env_id}/work", s.listWork)
+	s.handle("GET /v1/environments/{env_id}/work/{work_id}", s.getWork)
+	s.handle("POST /v1/environments/{env_id}/work/{work_id}", s.updateWork)
+	s.handle("POST /v1/environments/{env_id}/work/{work_id}/ack", s.ackWork)
+	s.handle("POST /v1/environments/{env_id}/work/{work_id}/heartbeat", s.heartbeatWork)
+	s.handle("POST /v1/environments/{env_id}/work/{work_id}/stop", s.stopWork)
 	// Everything else: a 404 in the error envelope.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, store.Errorf(store.ErrNotFound, "no route for %s %s", r.Method, r.URL.Path))

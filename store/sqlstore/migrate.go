@@ -90,14 +90,73 @@ ALTER TABLE memory_versions ALTER COLUMN content TYPE BYTEA USING convert_to(con
 ALTER TABLE memory_stores ALTER COLUMN description TYPE BYTEA USING convert_to(description, 'UTF8');
 `
 
+// schemaV3 adds environments, sessions and the work queue, and scopes
+// keys: an environment key's scope is its environment, a session token's
+// its work item.
+const schemaV3 = `
+ALTER TABLE api_keys ADD COLUMN scope_id TEXT NOT NULL DEFAULT '';
+CREATE TABLE environments (
+	n           {SERIAL},
+	id          TEXT NOT NULL UNIQUE,
+	name        TEXT NOT NULL,
+	description TEXT,
+	metadata    TEXT NOT NULL,
+	config      TEXT NOT NULL,
+	scope       TEXT NOT NULL,
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL,
+	archived_at BIGINT
+);
+CREATE TABLE sessions (
+	n              {SERIAL},
+	id             TEXT NOT NULL UNIQUE,
+	environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+	title          TEXT,
+	metadata       TEXT NOT NULL,
+	agent          TEXT,
+	vault_ids      TEXT NOT NULL,
+	resources      TEXT NOT NULL,
+	created_at     BIGINT NOT NULL,
+	updated_at     BIGINT NOT NULL,
+	archived_at    BIGINT
+);
+CREATE TABLE work_items (
+	n                   {SERIAL},
+	id                  TEXT NOT NULL UNIQUE,
+	environment_id      TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+	data_type           TEXT NOT NULL,
+	data_id             TEXT NOT NULL,
+	state               TEXT NOT NULL,
+	metadata            TEXT NOT NULL,
+	created_at          BIGINT NOT NULL,
+	claimed_at          BIGINT,
+	acknowledged_at     BIGINT,
+	started_at          BIGINT,
+	last_heartbeat      TEXT,
+	latest_heartbeat_at BIGINT,
+	lease_expires_at    BIGINT,
+	lease_ttl           BIGINT NOT NULL DEFAULT 30,
+	stop_requested_at   BIGINT,
+	stopped_at          BIGINT
+);
+CREATE INDEX work_items_env ON work_items (environment_id, state, n);
+CREATE INDEX work_items_data ON work_items (data_id);
+CREATE TABLE workers (
+	environment_id TEXT NOT NULL,
+	worker_id      TEXT NOT NULL,
+	last_poll_at   BIGINT NOT NULL,
+	PRIMARY KEY (environment_id, worker_id)
+);
+`
+
 func sqliteMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{BLOB}", "BLOB", "{PATH}", "TEXT")
-	return []string{r.Replace(schemaV1), ""}
+	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3)}
 }
 
 func postgresMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "BIGSERIAL PRIMARY KEY", "{BLOB}", "BYTEA", "{PATH}", `TEXT COLLATE "C"`)
-	return []string{r.Replace(schemaV1), postgresV2}
+	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3)}
 }
 
 // migrate applies every migration not yet recorded, each in its own
