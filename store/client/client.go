@@ -91,6 +91,8 @@ type request struct {
 	body any
 	// extraTimeout lengthens the attempt timeout (a long poll's wait).
 	extraTimeout time.Duration
+	// header holds extra request headers.
+	header http.Header
 }
 
 // do sends req with retries and decodes a 2xx JSON answer into out (when
@@ -119,6 +121,11 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 	hr.Header.Set("anthropic-beta", BetaHeader)
 	hr.Header.Set("user-agent", c.ua)
 	hr.Header.Set("accept", "application/json")
+	for k, vs := range req.header {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
+	}
 	if body != nil {
 		hr.Header.Set("content-type", "application/json")
 	}

@@ -48,11 +48,14 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request, p *principal
 	return http.StatusOK, page, err
 }
 
+// getStore answers an admin key, or a session token for a store attached
+// to its session (the worker reads the store it mounts).
 func (s *Server) getStore(w http.ResponseWriter, r *http.Request, p *principal) (int, any, error) {
-	if err := p.requireAdmin(); err != nil {
+	id, err := s.storeAccess(r, p, false)
+	if err != nil {
 		return 0, nil, err
 	}
-	st, err := s.b.GetStore(r.Context(), r.PathValue("store_id"))
+	st, err := s.b.GetStore(r.Context(), id)
 	return http.StatusOK, st, err
 }
 
