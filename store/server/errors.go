@@ -16,11 +16,11 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Type                string            `json:"type"`
-	Message             string            `json:"message"`
-	Details             map[string]any    `json:"details,omitempty"`
-	ConflictingMemoryID string            `json:"conflicting_memory_id,omitempty"`
-	ConflictingPath     string            `json:"conflicting_path,omitempty"`
+	Type                string         `json:"type"`
+	Message             string         `json:"message"`
+	Details             map[string]any `json:"details,omitempty"`
+	ConflictingMemoryID string         `json:"conflicting_memory_id,omitempty"`
+	ConflictingPath     string         `json:"conflicting_path,omitempty"`
 }
 
 // errorKinds maps each sentinel to its status and wire type.
@@ -70,6 +70,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		body.Error.Details = map[string]any{"error_code": "heartbeat_precondition_failed", "error_visibility": "user_facing", "current_state": he.Current}
 	}
 	switch {
+	case status == http.StatusInternalServerError && r.Context().Err() != nil:
+		// The client went away (or the server is shutting down): nobody
+		// reads this answer, and it is not a bug worth an error line.
+		s.log.WithField("request_id", rid).WithError(err).Debugf("%s %s abandoned", r.Method, r.URL.Path)
 	case status == http.StatusInternalServerError:
 		s.log.WithField("request_id", rid).WithError(err).Errorf("%s %s failed", r.Method, r.URL.Path)
 		body.Error.Message = "internal error; the server logged it with request id " + rid

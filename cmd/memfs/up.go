@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/store/durable"
+	"github.com/memfs/memfs/store/server"
+	"github.com/memfs/memfs/worker"
+)
+
+func init() {
+	register("up", "everything on one machine: serve, a demo store, a session, and a worker mounting it", runUp)
+}
+
+// upState is what memfs up keeps between runs in <data-dir>/up.json, so
+// the environment and the demo store are created once.
+type upState struct {
+	EnvironmentID  string `json:"environment_id"`
+	EnvironmentKey string `json:"environment_key"`
+	StoreID        string `json:"store_id"`
+}
+
+// demoMemories seed the demo store the first time.
+var demoMemories = map[string]string{
+	"/README.md": "# Demo memory store\n\nThis folder is a memfs mount of a memory store. Every file here is a memory:\n" +
+		"edit one, and the change is journaled when you close it and uploaded within the sync interval.\n" +
+		"Try: ls -R, cat, an editor, and 'memfs memories ls' in another terminal.\n",
+	"/preferences/style.md":    "- Prefers concise answers.\n- Uses tabs, not spaces.\n",
+	"/projects/acme/notes.md":  "Acme: weekly sync on Tuesdays. Owner: Dana.\n",
+	"/projects/acme/status.md": "Status: migrating the billing service; cut-over planned for next sprint.\n",
+}
+
+func runUp(args []string) error {
+	var listen, dataDir, memoryRoot, logLevel string
+	var interval time.Duration
+	fset := flag.NewFlagSet("up", flag.ContinueOnError)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), `Usage: memfs up [--memory-root DIR] [--listen ADDR] [--data-dir DIR]
+
+Runs everything on one machine: the store service on SQLite, an
+environment, a demo store (created once, with a few memories), a session
+attaching it, and a worker that mounts it. It prints the mount path and
+what to try. Ctrl-C uploads what is pending, unmounts, and exits.
+
+Flags:
+`)
+		fset.PrintDefaults()
+	}
+	fset.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the store service")
+	fset.StringVar(&dataDir, "data-dir", defaultDataDir(), "database, keys and worker state")
+	fset.StringVar(&memoryRoot, "memory-root", defaultUpMemoryRoot(), "where the store is mounted (the parent of its folder)")
+	fset.DurationVar(&interval, "memory-sync-interval", 15*time.Second, "sync interval (at least 5s)")
+	fset.StringVar(&logLevel, "log-level", "warn", "log level")
+	if _, err := parseInterleaved(fset, args); err != nil {
+		return err
+	}
+	log, err := newLogger("text", logLevel)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	adminKey, err := upAdminKey(dataDir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signals(log, func() {})
+	defer stop()
+
+	// The store service, in this process.
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot,
+			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL"}, log, func(a string) { ready <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-served:
+		stopServe()
+		return err
+	}
+	defer func() { stopServe(); <-served }()
+	apiURL := "http://" + addr
+	admin, err := client.New(client.Options{BaseURL: apiURL, APIKey: adminKey})
+	if err != nil {
+		return err
+	}
+	st, err := upSetup(ctx, admin, dataDir)
+	if err != nil {
+		return err
+	}
+	sess, err := admin.CreateSession(ctx, client.CreateSessionInput{EnvironmentID: st.EnvironmentID,
+		Resources: []client.SessionResourceInput{{MemoryStoreID: st.StoreID}}})
+	if err != nil {
+		return fmt.Errorf("create the demo session: %w", err)
+	}
+	mountPath := sess.Resources[0].MountPath
+
+	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
+		MemoryRoot: memoryRoot, StateDir: filepath.Join(dataDir, "state"), Interval: interval, Log: log})
+	if err != nil {
+		return err
+	}
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- w.Run(workerCtx) }()
+	if err := waitMounted(ctx, mountPath, workerDone); err != nil {
+		stopWorker()
+		<-workerDone
+		return err
+	}
+	fmt.Printf(`memfs is up.
+
+  store service  %s   (admin key: %s)
+  memory store   %s, mounted at %s
+
+Try, in another terminal:
+  ls -R %s
+  cat %s/README.md
+  echo "- Likes examples." >> %s/preferences/style.md
+  MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) memfs memories ls %s
+
+Ctrl-C uploads what is pending, unmounts and exits.
+`, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID, mountPath, mountPath, mountPath, mountPath, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID)
+	select {
+	case <-ctx.Done():
+	case err := <-workerDone:
+		stopWorker()
+		return fmt.Errorf("the worker stopped: %v", err)
+	}
+	fmt.Println("\nmemfs up: uploading, unmounting, stopping ...")
+	stopWorker()
+	werr := <-workerDone
+	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
+		log.WithError(err).Warn("could not archive the demo session")
+	}
+	if werr != nil {
+		return werr
+	}
+	fmt.Println("memfs up: stopped; nothing is left mounted.")
+	return nil
+}
+
+// defaultUpMemoryRoot is /mnt/memory as root; otherwise a directory the
+// user can write (memfs up says where).
+func defaultUpMemoryRoot() string {
+	if os.Geteuid() == 0 {
+		return "/mnt/memory"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "memfs", "memory")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, "memfs-memory")
+}
+
+// upAdminKey reads <data-dir>/admin.key, generating it the first time.
+func upAdminKey(dataDir string) (string, error) {
+	p := filepath.Join(dataDir, server.AdminKeyFile)
+	b, err := os.ReadFile(p)
+	if err == nil {
+		return trimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	key := server.NewKey("sk-memfs-admin-")
+	if err := durable.WriteFile(p, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write the admin key: %w", err)
+	}
+	return key, nil
+}
+
+// upSetup creates the environment and the demo store once.
+func upSetup(ctx context.Context, admin *client.Client, dataDir string) (upState, error) {
+	p := filepath.Join(dataDir, "up.json")
+	var st upState
+	if b, err := os.ReadFile(p); err == nil && json.Unmarshal(b, &st) == nil && st.EnvironmentID != "" {
+		if _, err := admin.GetStore(ctx, st.StoreID); err == nil {
+			return st, nil
+		}
+	}
+	env, err := admin.CreateEnvironment(ctx, client.CreateEnvironmentInput{Name: "memfs up"})
+	if err != nil {
+		return st, fmt.Errorf("create the environment: %w", err)
+	}
+	s, err := admin.CreateStore(ctx, store.CreateStoreInput{Name: "demo", Description: "memfs up's demo store"})
+	if err != nil {
+		return st, fmt.Errorf("create the demo store: %w", err)
+	}
+	for path, content := range demoMemories {
+		if _, err := admin.CreateMemory(ctx, s.ID, path, content); err != nil {
+			return st, fmt.Errorf("seed the demo store: %w", err)
+		}
+	}
+	st = upState{EnvironmentID: env.ID, EnvironmentKey: env.EnvironmentKey, StoreID: s.ID}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	return st, durable.WriteFile(p, b, 0o600)
+}
+
+// waitMounted waits until the worker has mounted the demo store.
+func waitMounted(ctx context.Context, path string, workerDone <-chan error) error {
+	deadline := time.After(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(path, ".anthropic-memory-store")); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-workerDone:
+			return fmt.Errorf("the worker stopped before mounting: %v", err)
+		case <-deadline:
+			return fmt.Errorf("the demo store was not mounted at %s within 60 s (see the log above)", path)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/worker"
+)
+
+func init() {
+	register("worker", "poll an environment's work queue and mount each session's memory stores", runWorker)
+	register("session", "run one already-claimed work item in the foreground", runSession)
+}
+
+// workerFlags are the flags shared by memfs worker and memfs session.
+type workerFlags struct {
+	syncFlags
+	apiURL, memoryRoot, replayKey string
+}
+
+func (f *workerFlags) add(fset *flag.FlagSet) {
+	fset.StringVar(&f.apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL", "ANTHROPIC_BASE_URL"), "the store service (env MEMFS_API_URL, ANTHROPIC_BASE_URL)")
+	fset.StringVar(&f.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of every mount path (env MEMFS_MEMORY_ROOT)")
+	fset.StringVar(&f.replayKey, "replay-api-key", envOr("", "MEMFS_REPLAY_API_KEY"), "an admin key used to replay journals left behind at start (env MEMFS_REPLAY_API_KEY)")
+	f.syncFlags.add(fset)
+}
+
+// config maps the flags onto worker.Config.
+func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
+	interval, err := f.parseInterval()
+	if err != nil {
+		return worker.Config{}, usagef("%v", err)
+	}
+	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval,
+		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: f.replayKey, Log: log}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("%v", err)
+	}
+	return cfg, nil
+}
+
+// signals returns a context ended by the first SIGTERM/SIGINT and calls
+// second on the next one.
+func signals(log logrus.FieldLogger, second func()) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s, ok := <-ch
+		if !ok {
+			return
+		}
+		log.WithField("signal", s.String()).Info("stopping: ending every session (writes are uploaded; send the signal again to stop waiting)")
+		cancel()
+		if _, ok := <-ch; ok {
+			log.Warn("second signal: not waiting; journals stay on disk for replay, mounts are detached")
+			second()
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(ch); cancel() }
+}
+
+func runWorker(args []string) error {
+	var f workerFlags
+	var envID, envKey string
+	fset := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), `Usage: memfs worker --api-url URL --environment-id ID --environment-key KEY [flags]
+
+Polls the environment's work queue and runs sessions, many at once: for
+each session it mounts every attached memory store at its mount_path
+(read-only ones read-only), keeps it in sync, and takes it down when the
+session ends. SIGTERM/SIGINT ends every session (writes uploaded, mounts
+removed, items stopped) and exits 0; a second signal stops waiting (the
+journals stay for replay). Give it a stop timeout of at least 35 s
+(systemd TimeoutStopSec=35, docker --stop-timeout 35).
+
+Flags:
+`)
+		fset.PrintDefaults()
+	}
+	fset.StringVar(&envID, "environment-id", envOr("", "MEMFS_ENVIRONMENT_ID", "ANTHROPIC_ENVIRONMENT_ID"), "the environment (env MEMFS_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_ID)")
+	fset.StringVar(&envKey, "environment-key", envOr("", "MEMFS_ENVIRONMENT_KEY", "ANTHROPIC_ENVIRONMENT_KEY"), "the environment key (env MEMFS_ENVIRONMENT_KEY, ANTHROPIC_ENVIRONMENT_KEY)")
+	f.add(fset)
+	if _, err := parseInterleaved(fset, args); err != nil {
+		return err
+	}
+	if envID == "" || envKey == "" {
+		return usagef("--environment-id and --environment-key are required")
+	}
+	log, err := newLogger(f.logFormat, f.logLevel)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	cfg.EnvironmentID, cfg.EnvironmentKey = envID, envKey
+	w, err := worker.New(cfg)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	ctx, stop := signals(log, w.Abort)
+	defer stop()
+	return w.Run(ctx)
+}
+
+func runSession(args []string) error {
+	var f workerFlags
+	var workJSON, workID, envID, sessionID, secretFile, lastHB string
+	fset := flag.NewFlagSet("session", flag.ContinueOnError)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), `Usage: memfs session --api-url URL (--work-json FILE|- | --work-id ID --environment-id ID --session-id ID --work-secret-file FILE) [flags]
+
+Runs one already-claimed work item in the foreground, exactly like the
+worker runs it: the one-sandbox-per-session model, or a script run per
+work item. The item comes as the JSON the poll returned (a file, or - for
+stdin), or as its ids plus a secret file (which other users must not be
+able to read). Falls back to ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID,
+ANTHROPIC_SESSION_ID, ANTHROPIC_WORK_SECRET and ANTHROPIC_WORK_LAST_HEARTBEAT
+(to continue another process's lease).
+
+Flags:
+`)
+		fset.PrintDefaults()
+	}
+	fset.StringVar(&workJSON, "work-json", "", "the work item JSON as the poll returned it (a file, or - for stdin)")
+	fset.StringVar(&workID, "work-id", envOr("", "ANTHROPIC_WORK_ID"), "the work item id (env ANTHROPIC_WORK_ID)")
+	fset.StringVar(&envID, "environment-id", envOr("", "MEMFS_ENVIRONMENT_ID", "ANTHROPIC_ENVIRONMENT_ID"), "the environment id")
+	fset.StringVar(&sessionID, "session-id", envOr("", "ANTHROPIC_SESSION_ID"), "the session id (env ANTHROPIC_SESSION_ID)")
+	fset.StringVar(&secretFile, "work-secret-file", "", "a file holding the work item's secret (mode 0600)")
+	fset.StringVar(&lastHB, "last-heartbeat", envOr("", "ANTHROPIC_WORK_LAST_HEARTBEAT"), "continue another process's lease from this last_heartbeat")
+	f.add(fset)
+	if _, err := parseInterleaved(fset, args); err != nil {
+		return err
+	}
+	item, err := readWorkItem(workJSON, workID, envID, sessionID, secretFile)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.logFormat, f.logLevel)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	cfg.EnvironmentID = item.EnvironmentID
+	s, err := worker.NewSession(cfg)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	abort, cancelAbort := context.WithCancel(context.Background())
+	defer cancelAbort()
+	ctx, stop := signals(log, cancelAbort)
+	defer stop()
+	s.Recover(ctx)
+	return s.Run(ctx, abort, item, lastHB)
+}
+
+// readWorkItem builds the work item from --work-json, or from ids and a
+// secret (file or ANTHROPIC_WORK_SECRET).
+func readWorkItem(workJSON, workID, envID, sessionID, secretFile string) (store.Work, error) {
+	var item store.Work
+	if workJSON != "" {
+		var r io.Reader = os.Stdin
+		if workJSON != "-" {
+			f, err := os.Open(workJSON)
+			if err != nil {
+				return item, err
+			}
+			defer f.Close()
+			r = f
+		}
+		if err := json.NewDecoder(r).Decode(&item); err != nil {
+			return item, fmt.Errorf("the work item JSON is malformed: %w", err)
+		}
+		if item.ID == "" || item.Data.ID == "" || item.EnvironmentID == "" {
+			return item, errors.New("the work item JSON lacks id, data.id or environment_id")
+		}
+		return item, nil
+	}
+	if workID == "" || envID == "" || sessionID == "" {
+		return item, usagef("give --work-json, or --work-id, --environment-id and --session-id (or the ANTHROPIC_* variables)")
+	}
+	secret := os.Getenv("ANTHROPIC_WORK_SECRET")
+	if secretFile != "" {
+		fi, err := os.Stat(secretFile)
+		if err != nil {
+			return item, err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			return item, fmt.Errorf("the secret file %s can be read by other users (mode %04o); chmod 600 it", secretFile, fi.Mode().Perm())
+		}
+		b, err := os.ReadFile(secretFile)
+		if err != nil {
+			return item, err
+		}
+		secret = string(b)
+	}
+	item = store.Work{ID: workID, Type: store.TypeWork, EnvironmentID: envID, Data: store.WorkData{Type: store.TypeSession, ID: sessionID}, State: store.WorkStarting}
+	if s := trimSpace(secret); s != "" {
+		item.Secret = &s
+	}
+	return item, nil
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,141 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/store/durable"
+	"github.com/memfs/memfs/syncqueue"
+)
+
+// host is what one worker process knows about this host: which store each
+// running session has mounted (a store is mounted by at most one session
+// per host; across processes the journal's flock enforces it too), and,
+// on disk under <state dir>/mounts/, a record of every mount it made, so a
+// worker started after a crash can clean up.
+type host struct {
+	cfg Config
+	log logrus.FieldLogger
+
+	mu      sync.Mutex
+	mounted map[string]string // store id -> session id; GUARDED_BY(mu)
+}
+
+func newHost(cfg Config) *host {
+	return &host{cfg: cfg, log: cfg.Log, mounted: map[string]string{}}
+}
+
+// claim reserves storeID for sessionID on this host.
+func (h *host) claim(storeID, sessionID string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if other, ok := h.mounted[storeID]; ok && other != sessionID {
+		return fmt.Errorf("memory store %s is already mounted on this host by session %s; a store is mounted by one session at a time", storeID, other)
+	}
+	h.mounted[storeID] = sessionID
+	return nil
+}
+
+func (h *host) release(storeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.mounted, storeID)
+}
+
+// mountRecord is the JSON file <state dir>/mounts/<store id>.json written
+// (durably) once a store is mounted and removed after its teardown.
+type mountRecord struct {
+	StoreID    string `json:"store_id"`
+	SessionID  string `json:"session_id"`
+	WorkID     string `json:"work_id"`
+	MountPath  string `json:"mount_path"`
+	CreatedDir bool   `json:"created_dir"`
+	PID        int    `json:"pid"`
+}
+
+func (h *host) recordDir() string { return filepath.Join(h.cfg.StateDir, "mounts") }
+
+func (h *host) writeRecord(r mountRecord) error {
+	r.PID = os.Getpid()
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return durable.WriteFile(filepath.Join(h.recordDir(), r.StoreID+".json"), b, 0o600)
+}
+
+func (h *host) removeRecord(storeID string) {
+	os.Remove(filepath.Join(h.recordDir(), storeID+".json"))
+}
+
+// records lists the mount records left in the state dir.
+func (h *host) records() []mountRecord {
+	ents, _ := os.ReadDir(h.recordDir())
+	var out []mountRecord
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(h.recordDir(), e.Name()))
+		var r mountRecord
+		if err == nil && json.Unmarshal(b, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// recover cleans up after a killed worker: stale mounts are detached,
+// mount directories it created are removed (once empty; a directory this
+// worker did not create is never touched), and journals with unsynced
+// changes are replayed with replayKey when given, else kept for the next
+// work item of their session, memfs replay, and memfs status.
+func (h *host) recover(ctx context.Context, replayKey string) {
+	for _, r := range h.records() {
+		if r.PID == os.Getpid() {
+			continue
+		}
+		log := h.log.WithFields(logrus.Fields{"store": r.StoreID, "session": r.SessionID, "path": r.MountPath})
+		if mounted, _ := fs.IsMounted(r.MountPath); mounted {
+			if err := unix.Unmount(r.MountPath, unix.MNT_DETACH); err != nil {
+				log.WithError(err).Error("could not detach a stale mount left by a previous worker")
+				continue
+			}
+			log.Warn("detached a stale mount left by a previous worker")
+		}
+		if r.CreatedDir {
+			if err := os.Remove(r.MountPath); err == nil {
+				log.Info("removed the mount directory a previous worker created")
+			} else if !errors.Is(err, os.ErrNotExist) {
+				log.WithError(err).Warn("left a mount directory a previous worker created: it is not empty")
+			}
+		}
+		h.removeRecord(r.StoreID)
+	}
+	if replayKey == "" {
+		return
+	}
+	api, err := client.New(client.Options{BaseURL: h.cfg.APIURL, APIKey: replayKey, Logger: h.log})
+	if err != nil {
+		h.log.WithError(err).Error("replay: bad configuration")
+		return
+	}
+	ReplayAll(ctx, api, h.cfg.StateDir, h.log)
+}
+
+// engineOptions are the sync engine's options for one store.
+func (h *host) engineOptions(api syncqueue.Store, storeID string, readOnly bool, log logrus.FieldLogger) syncqueue.EngineOptions {
+	return syncqueue.EngineOptions{
+		StoreID: storeID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: readOnly,
+		Interval: h.cfg.Interval, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
+		PollWait: h.cfg.PollWait, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Log: log,
+	}
+}

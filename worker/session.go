@@ -1,0 +1,254 @@
+package worker
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/client"
+)
+
+// Session runs one claimed work item (worker.md, "Session lifecycle"):
+// heartbeat from the claim to the end of teardown; get the session with
+// its token; check every mount path; mount all stores or none; run; end
+// cleanly, on shutdown or error, or after losing the lease.
+type Session struct {
+	cfg  Config
+	log  logrus.FieldLogger
+	host *host
+	env  *client.Client // the environment key's client (nil in memfs session)
+}
+
+// NewSession runs items outside a Worker (memfs session).
+func NewSession(cfg Config) (*Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Session{cfg: cfg, log: cfg.Log, host: newHost(cfg)}, nil
+}
+
+// Recover cleans up after a killed run (see Worker.Run).
+func (s *Session) Recover(ctx context.Context) { s.host.recover(ctx, s.cfg.ReplayAPIKey) }
+
+// sessionsToken reads the token from a work item's secret: base64url
+// (padding optional) of JSON {"sessions_token": ...}. "" when absent.
+func sessionsToken(secret *string) string {
+	if secret == nil || *secret == "" {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(*secret, "="))
+	if err != nil {
+		return ""
+	}
+	var v struct {
+		SessionsToken string `json:"sessions_token"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	return v.SessionsToken
+}
+
+// ErrNoToken fails a session with memory stores whose item had no token.
+var ErrNoToken = errors.New("the work item carried no sessions token")
+
+// Run runs item until it ends. ctx ending means the worker is shutting
+// down (writes only, then stop); abort ending cuts the teardown short.
+// lastHeartbeat continues another process's lease ("" takes a free one).
+func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat string) error {
+	log := s.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
+	token := sessionsToken(item.Secret)
+	api := s.env
+	if token != "" {
+		c, err := client.New(client.Options{BaseURL: s.cfg.APIURL, APIKey: token, Logger: log})
+		if err != nil {
+			return err
+		}
+		api = c
+	}
+	if api == nil {
+		return ErrNoToken
+	}
+	envID := item.EnvironmentID
+	if envID == "" {
+		envID = s.cfg.EnvironmentID
+	}
+	l := newLease(api, envID, item.ID, lastHeartbeat, log)
+	leaseCtx, stopLease := context.WithCancel(context.Background())
+	var leaseDone sync.WaitGroup
+	leaseDone.Add(1)
+	go func() { defer leaseDone.Done(); l.run(leaseCtx) }()
+	defer func() { stopLease(); leaseDone.Wait() }()
+
+	ending := EndShutdown
+	stop := func() {
+		if ending == EndLeaseLost {
+			return // another worker may hold the item now
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := api.StopWork(sctx, envID, item.ID, true); err != nil && !errors.Is(err, store.ErrConflict) {
+			log.WithError(err).Warn("stopping the work item failed")
+		}
+	}
+	if item.Data.Type != store.TypeSession {
+		log.Info("healthcheck work item: stopped")
+		stop()
+		return nil
+	}
+	sess, err := api.GetSession(ctx, item.Data.ID)
+	if err != nil {
+		stop()
+		return fmt.Errorf("get session %s: %w", item.Data.ID, err)
+	}
+	var resources []store.SessionResource
+	for _, r := range sess.Resources {
+		if r.Type == store.ResourceMemoryStore {
+			resources = append(resources, r)
+		}
+	}
+	if len(resources) > 0 && token == "" {
+		log.Error("the work item carried no sessions token")
+		stop()
+		return ErrNoToken
+	}
+	if sess.Status == store.SessionTerminated {
+		// Nothing to run; push what a previous run of it left behind.
+		for _, r := range resources {
+			if r.Access != store.AccessReadOnly && hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
+				if _, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, log.WithField("store", r.MemoryStoreID)); err != nil {
+					log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
+				}
+			}
+		}
+		log.Info("session already terminated: stopped without mounting")
+		ending = EndClean
+		stop()
+		return nil
+	}
+	var mounts []*storeMount
+	if s.cfg.Interval == 0 {
+		for _, r := range resources {
+			log.WithField("store", r.MemoryStoreID).Warn("memory sync is off: the session runs without this memory store, though its system prompt describes a folder at " + r.MountPath)
+		}
+	} else if mounts, err = s.mountAll(ctx, api, item, sess, resources, log); err != nil {
+		log.WithError(err).Error("session failed before it started: no memory store was mounted")
+		stop()
+		return err
+	}
+	log.WithField("stores", len(mounts)).Info("session running")
+	gone := make(chan string, len(mounts))
+	for _, m := range mounts {
+		go func(m *storeMount) {
+			select {
+			case <-m.m.Gone():
+				gone <- m.path
+			case <-leaseCtx.Done():
+			}
+		}(m)
+	}
+wait:
+	for {
+		select {
+		case ending = <-l.end:
+			break wait
+		case <-ctx.Done():
+			ending = EndShutdown
+			break wait
+		case p := <-gone:
+			log.WithField("path", p).Error("a memory store was unmounted underneath the session")
+		}
+	}
+	log.WithField("ending", ending.String()).Info("session ending")
+	s.teardown(abort, mounts, ending == EndClean)
+	stop()
+	return nil
+}
+
+// storeMount is one mounted store of a session.
+type storeMount struct {
+	storeID, path string
+	m             *Mounted
+}
+
+// mountAll checks every mount path, then mounts every store; if any
+// fails, what was mounted is taken down again and the error returned.
+func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.Work, sess *store.Session, rs []store.SessionResource, log logrus.FieldLogger) ([]*storeMount, error) {
+	if len(rs) > store.MaxSessionStores {
+		return nil, fmt.Errorf("the session attaches %d memory stores; at most %d can be mounted", len(rs), store.MaxSessionStores)
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	if err := ensureMemoryRoot(s.cfg.MemoryRoot); err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(rs))
+	for i, r := range rs {
+		p, err := checkMountPath(s.cfg.MemoryRoot, r)
+		if err != nil {
+			return nil, err
+		}
+		paths[i] = p
+	}
+	var claimed []string
+	release := func() {
+		for _, id := range claimed {
+			s.host.release(id)
+		}
+	}
+	for _, r := range rs {
+		if err := s.host.claim(r.MemoryStoreID, sess.ID); err != nil {
+			release()
+			return nil, err
+		}
+		claimed = append(claimed, r.MemoryStoreID)
+	}
+	var mounts []*storeMount
+	for i, r := range rs {
+		slog := log.WithFields(logrus.Fields{"store": r.MemoryStoreID, "path": paths[i]})
+		m, err := MountStore(ctx, MountOptions{
+			Engine:     s.host.engineOptions(api, r.MemoryStoreID, r.Access == store.AccessReadOnly, slog),
+			Mountpoint: paths[i],
+			FS:         fs.MountOptions{AllowOther: isRoot()},
+			Log:        slog,
+		})
+		if err != nil {
+			s.teardown(ctx, mounts, false)
+			release()
+			return nil, fmt.Errorf("mount memory store %s at %s: %w", r.MemoryStoreID, paths[i], err)
+		}
+		if err := s.host.writeRecord(mountRecord{StoreID: r.MemoryStoreID, SessionID: sess.ID, WorkID: item.ID, MountPath: paths[i], CreatedDir: m.created}); err != nil {
+			slog.WithError(err).Warn("could not record the mount in the state dir")
+		}
+		mounts = append(mounts, &storeMount{storeID: r.MemoryStoreID, path: paths[i], m: m})
+	}
+	return mounts, nil
+}
+
+// teardown ends every mount in parallel: refuse new writes, final sync
+// (deletes only when clean), unmount, remove the directories created.
+func (s *Session) teardown(ctx context.Context, mounts []*storeMount, clean bool) {
+	var wg sync.WaitGroup
+	for _, sm := range mounts {
+		wg.Add(1)
+		go func(sm *storeMount) {
+			defer wg.Done()
+			if err := sm.m.Close(ctx, clean); err != nil {
+				s.log.WithError(err).WithField("store", sm.storeID).Warn("tearing down the mount")
+			}
+			s.host.removeRecord(sm.storeID)
+			s.host.release(sm.storeID)
+		}(sm)
+	}
+	wg.Wait()
+}

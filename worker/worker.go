@@ -1,0 +1,175 @@
+package worker
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/syncqueue"
+)
+
+// Config configures a Worker (and a single Session run).
+type Config struct {
+	// APIURL is the store service (required).
+	APIURL string
+	// EnvironmentID and EnvironmentKey identify the work queue.
+	EnvironmentID, EnvironmentKey string
+	// WorkerID is sent as Anthropic-Worker-ID (default: hostname plus a
+	// random suffix, stable for the process).
+	WorkerID string
+	// MemoryRoot is the parent of every mount path (default /mnt/memory).
+	MemoryRoot string
+	// StateDir holds journals, conflict logs and mount records (required).
+	StateDir string
+	// Interval is the sync interval; 0 means off: sessions run without
+	// their stores (one warning per store).
+	Interval time.Duration
+	// Deletions is the deletion mode (default enabled).
+	Deletions string
+	// DeleteDelay shortens the 30 s delete rule (tests).
+	DeleteDelay time.Duration
+	// PollWait is the change feed's long poll (default 25 s).
+	PollWait time.Duration
+	// ReplayAPIKey, when set, replays journals left behind at start.
+	ReplayAPIKey string
+	// Log receives the worker's log lines.
+	Log logrus.FieldLogger
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if c.APIURL == "" {
+		return errors.New("the API URL is required (--api-url or MEMFS_API_URL)")
+	}
+	if c.StateDir == "" {
+		return errors.New("the state dir is required")
+	}
+	if c.MemoryRoot == "" {
+		c.MemoryRoot = "/mnt/memory"
+	}
+	if c.Interval != 0 && c.Interval < syncqueue.MinInterval {
+		return fmt.Errorf("the memory sync interval must be at least %s (or off), not %s", syncqueue.MinInterval, c.Interval)
+	}
+	switch c.Deletions {
+	case "":
+		c.Deletions = syncqueue.DeletionsEnabled
+	case syncqueue.DeletionsEnabled, syncqueue.DeletionsLogOnly, syncqueue.DeletionsDisabled:
+	default:
+		return fmt.Errorf("memory sync deletions must be enabled, log_only or disabled, not %q", c.Deletions)
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		var b [8]byte
+		crand.Read(b[:]) //nolint:errcheck
+		c.WorkerID = host + "-" + hex.EncodeToString(b[:])
+	}
+	if c.Log == nil {
+		c.Log = logrus.StandardLogger()
+	}
+	return nil
+}
+
+// Worker polls an environment's work queue and runs its sessions, many at
+// once. Lifecycle: New, then Run(ctx) until ctx ends; Abort (a second
+// signal) cuts teardowns short.
+type Worker struct {
+	cfg  Config
+	log  logrus.FieldLogger
+	env  *client.Client
+	host *host
+
+	abortCtx context.Context
+	abort    context.CancelFunc
+}
+
+// New builds a worker.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.EnvironmentID == "" || cfg.EnvironmentKey == "" {
+		return nil, errors.New("the environment id and key are required (--environment-id, --environment-key)")
+	}
+	env, err := client.New(client.Options{BaseURL: cfg.APIURL, APIKey: cfg.EnvironmentKey, Logger: cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	actx, abort := context.WithCancel(context.Background())
+	return &Worker{cfg: cfg, log: cfg.Log, env: env, host: newHost(cfg), abortCtx: actx, abort: abort}, nil
+}
+
+// Abort makes every teardown in progress finish now: final syncs stop,
+// journals stay on disk for replay, mounts are detached.
+func (w *Worker) Abort() { w.abort() }
+
+// Run recovers what a killed worker left behind, then polls and runs
+// sessions until ctx ends; then it ends every session (writes only) and
+// returns nil. It returns an error at once when the queue refuses the
+// credential (401/403/404).
+func (w *Worker) Run(ctx context.Context) error {
+	w.host.recover(ctx, w.cfg.ReplayAPIKey)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	backoff := time.Second
+	lastIdle := time.Now()
+	w.log.WithFields(logrus.Fields{"environment": w.cfg.EnvironmentID, "worker_id": w.cfg.WorkerID}).Info("worker polling for work")
+	for ctx.Err() == nil {
+		item, err := w.env.PollWork(ctx, w.cfg.EnvironmentID, w.cfg.WorkerID, 999*time.Millisecond)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, store.ErrUnauthorized), errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("the work queue refused this worker (check --environment-id and --environment-key): %w", err)
+		case err != nil:
+			w.log.WithError(err).Warn("polling for work failed; retrying")
+			sleepJitter(ctx, backoff)
+			backoff = min(backoff*2, 60*time.Second)
+			continue
+		case item == nil:
+			backoff = time.Second
+			if time.Since(lastIdle) > 5*time.Minute {
+				w.log.Info("worker idle: no work")
+				lastIdle = time.Now()
+			}
+			sleepJitter(ctx, 500*time.Millisecond)
+			continue
+		}
+		backoff = time.Second
+		log := w.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
+		log.Info("claimed work item")
+		if _, err := w.env.AckWork(ctx, w.cfg.EnvironmentID, item.ID); err != nil {
+			log.WithError(err).Warn("acknowledging the work item failed; stopping it")
+			w.env.StopWork(context.Background(), w.cfg.EnvironmentID, item.ID, true) //nolint:errcheck
+			continue
+		}
+		wg.Add(1)
+		go func(item store.Work) {
+			defer wg.Done()
+			s := &Session{cfg: w.cfg, log: log, host: w.host, env: w.env}
+			if err := s.Run(ctx, w.abortCtx, item, ""); err != nil {
+				log.WithError(err).Error("session failed")
+			}
+		}(*item)
+	}
+	return nil
+}
+
+// sleepJitter sleeps d/2..d or until ctx ends.
+func sleepJitter(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d/2 + rand.N(d/2+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
