@@ -143,12 +143,15 @@ type Heartbeat struct {
 	TTLSeconds    int    `json:"ttl_seconds"`
 }
 
-// HeartbeatState is the current lease, carried by a 412.
+// HeartbeatState is the current lease, carried by a 412 (the official
+// shape: lease_updated_at is when the stored heartbeat was recorded, null
+// with it).
 type HeartbeatState struct {
-	State         string  `json:"state"`
-	LastHeartbeat *string `json:"last_heartbeat"`
-	LeaseExtended bool    `json:"lease_extended"`
-	TTLSeconds    int     `json:"ttl_seconds"`
+	State          string     `json:"state"`
+	LastHeartbeat  *string    `json:"last_heartbeat"`
+	LeaseUpdatedAt *time.Time `json:"lease_updated_at"`
+	LeaseExtended  bool       `json:"lease_extended"`
+	TTLSeconds     int        `json:"ttl_seconds"`
 }
 
 // WorkQueueStats is wire type work_queue_stats.
@@ -217,7 +220,6 @@ func (e *HeartbeatError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrHeartbeat) true.
 func (e *HeartbeatError) Unwrap() error { return ErrHeartbeat }
-
 
 // WorkBackend keeps environments, sessions and the work queue.
 type WorkBackend interface {

@@ -33,7 +33,9 @@ func scanWork(r rowScanner) (*store.Work, int64, error) {
 	return &w, n, nil
 }
 
-func workNotFound(id string) error { return store.Errorf(store.ErrNotFound, "work item %s not found", id) }
+func workNotFound(id string) error {
+	return store.Errorf(store.ErrNotFound, "work item %s not found", id)
+}
 
 // lockWork reads a work item of an environment for update in tx.
 func (db *DB) lockWork(ctx context.Context, tx *sql.Tx, envID, workID string) (*store.Work, error) {
@@ -104,6 +106,11 @@ func (db *DB) Poll(ctx context.Context, in store.PollInput) (*store.Work, error)
 			return mapErr(err)
 		}
 		if in.TokenHash != nil {
+			// A claim revokes the tokens of earlier claims: a worker whose
+			// lease lapsed must not keep writing beside the new one.
+			if _, err := tx.ExecContext(ctx, db.d.q(`DELETE FROM api_keys WHERE kind = ? AND scope_id = ?`), store.KeyKindSession, id); err != nil {
+				return mapErr(err)
+			}
 			if _, err := db.insertKey(ctx, tx, store.KeyKindSession, id, in.TokenHash); err != nil {
 				return err
 			}
@@ -151,8 +158,9 @@ func (db *DB) Heartbeat(ctx context.Context, envID, workID string, in store.Hear
 	err := db.writeTx(ctx, "", func(tx *sql.Tx, _ *lockedStore) error {
 		var state string
 		var last sql.NullString
+		var lastAt sql.NullInt64
 		var ttlSec int64
-		err := tx.QueryRowContext(ctx, db.d.q(`SELECT state, last_heartbeat, lease_ttl FROM work_items WHERE id = ? AND environment_id = ?`+db.d.forUpdate), workID, envID).Scan(&state, &last, &ttlSec)
+		err := tx.QueryRowContext(ctx, db.d.q(`SELECT state, last_heartbeat, latest_heartbeat_at, lease_ttl FROM work_items WHERE id = ? AND environment_id = ?`+db.d.forUpdate), workID, envID).Scan(&state, &last, &lastAt, &ttlSec)
 		if errors.Is(err, sql.ErrNoRows) {
 			return workNotFound(workID)
 		}
@@ -171,7 +179,7 @@ func (db *DB) Heartbeat(ctx context.Context, envID, workID string, in store.Hear
 			if in.Expected != cur {
 				cs := store.HeartbeatState{State: state, TTLSeconds: int(ttlSec)}
 				if last.Valid {
-					cs.LastHeartbeat = &last.String
+					cs.LastHeartbeat, cs.LeaseUpdatedAt = &last.String, nullMicros(lastAt)
 				}
 				return &store.HeartbeatError{Expected: in.Expected, Current: cs}
 			}

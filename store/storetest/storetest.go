@@ -64,6 +64,9 @@ func Run(t *testing.T, open Opener) {
 		{"Versions", versionTests},
 		{"Changes", changeTests},
 		{"Keys", keyTests},
+		{"Environments", environmentTests},
+		{"Sessions", sessionTests},
+		{"Work", workTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
