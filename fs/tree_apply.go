@@ -61,14 +61,7 @@ func (t *Tree) applyOne(c Change) error {
 			parent := cur.parent
 			t.invalidate(cur.path(), false)
 			t.detach(cur)
-			// Directories that only held it go too: the store has no
-			// directories, so nothing else keeps them.
-			for d := parent; d != nil && d != t.root && len(d.children) == 0; {
-				up := d.parent
-				t.invalidate(d.path(), false)
-				t.detach(d)
-				d = up
-			}
+			t.pruneEmpty(parent)
 		}
 		return nil
 	}
@@ -108,10 +101,12 @@ func (t *Tree) applyOne(c Change) error {
 		t.invalidate(c.Path, false)
 	} else if cur.parent != dir || cur.name != name {
 		t.invalidate(cur.path(), false)
+		from := cur.parent
 		delete(cur.parent.children, cur.name)
 		cur.parent, cur.name = dir, name
 		dir.children[name] = cur
 		t.invalidate(c.Path, false)
+		t.pruneEmpty(from)
 	}
 	if string(cur.content) != string(c.Content) {
 		t.invalidate(c.Path, true)
@@ -120,6 +115,18 @@ func (t *Tree) applyOne(c Change) error {
 	cur.content = append([]byte(nil), c.Content...)
 	cur.mtime, cur.ctime = now, now
 	return nil
+}
+
+// pruneEmpty removes d and then its parents while they are empty, after a
+// change moved or deleted the file they held: the store has no
+// directories, so nothing else keeps them.
+func (t *Tree) pruneEmpty(d *node) {
+	for d != nil && d != t.root && d.parent != nil && len(d.children) == 0 {
+		up := d.parent
+		t.invalidate(d.path(), false)
+		t.detach(d)
+		d = up
+	}
 }
 
 // detach removes a file without journaling it.

@@ -189,6 +189,28 @@ func (t *Tree) Commit(ino uint64) error {
 	return t.commit(n, false)
 }
 
+// CommitFile journals the file with fileID if its content changed since it
+// was last journaled — writes through a handle still open. The sync engine
+// calls it before merging a remote change into the file, so that those
+// writes count as a local change (the store wins and they go to the
+// conflict log) instead of being replaced unseen. Content that is not
+// valid UTF-8 is journaled like any other (no ErrNotUTF8 here).
+func (t *Tree) CommitFile(fileID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.opts.ReadOnly {
+		return nil
+	}
+	n := t.byFileID(fileID)
+	if n == nil {
+		return nil
+	}
+	if err := t.commit(n, false); err != nil && err != ErrNotUTF8 {
+		return err
+	}
+	return nil
+}
+
 // commit journals n if it changed (or always, when force: after a rename).
 func (t *Tree) commit(n *node, force bool) error {
 	if n.dir || n.marker || n.parent == nil || (!n.dirty && !force) {

@@ -223,12 +223,36 @@ func (e *Engine) Open(ctx context.Context) error {
 				}
 			}
 		}
-		if err := e.tree.Apply(changes); err != nil {
+		if err := e.replay(changes); err != nil {
 			e.log.WithError(err).Warn("some changes left in the journal could not be shown on the mount; they stay journaled")
 		}
 		e.log.WithField("pending", len(pending)).Warn("replaying changes a previous run left in the journal")
 	}
 	return nil
+}
+
+// replay applies the journal's pending changes to the tree loaded from
+// the store. Each is the local state of one file, in LSN order, and one
+// may not fit until a later one is applied (a file created where the store
+// still has a directory of memories that were moved away since), so those
+// that fail are tried again while any of them applies.
+func (e *Engine) replay(changes []fs.Change) error {
+	for {
+		var failed []fs.Change
+		var errs []error
+		for _, c := range changes {
+			if err := e.tree.Apply([]fs.Change{c}); err != nil {
+				failed, errs = append(failed, c), append(errs, err)
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		if len(failed) == len(changes) {
+			return errors.Join(errs...)
+		}
+		changes = failed
+	}
 }
 
 // Start runs the flusher every interval and the overlay (remote changes)

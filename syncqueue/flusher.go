@@ -208,9 +208,13 @@ func (f *flusher) upload(ctx context.Context, o op) error {
 	e := o.entry
 	content := string(e.Content)
 	if o.kind == "create" {
+		f.noteCreate(e.Path, store.SHA256Hex(content))
 		m, err := f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
 		if err != nil {
 			return err
+		}
+		if f.othersMemory(e, m) {
+			return store.PathConflict(e.Path, m.ID, m.Path)
 		}
 		return f.confirm(e, m)
 	}
@@ -223,6 +227,7 @@ func (f *flusher) upload(ctx context.Context, o op) error {
 		Content: &content, Path: &e.Path, ExpectedSHA256: &base})
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleted in the store meanwhile: the local file is the only copy.
+		f.noteCreate(e.Path, store.SHA256Hex(content))
 		m, err = f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
 		if err == nil {
 			f.forget(origin)
@@ -239,11 +244,36 @@ func (f *flusher) upload(ctx context.Context, o op) error {
 	return f.confirm(e, m)
 }
 
+// othersMemory reports whether m, which a create of e returned, is the
+// memory of another local file whose move or delete is not uploaded yet.
+// The client takes a memory already at the path with the same bytes for
+// our own earlier create whose response was lost; but this one is still
+// where another file of this mount left it ("mv a b; touch a", two empty
+// files): adopting it would bind two files to one memory and lose e when
+// the other's change goes up. It is a path conflict instead, retried once
+// the other change is uploaded.
+func (f *flusher) othersMemory(e Entry, m *store.Memory) bool {
+	f.sentMu.Lock()
+	other, ok := f.e.ms.byMemory[m.ID]
+	f.sentMu.Unlock()
+	if !ok || other == e.FileID {
+		return false
+	}
+	p, pending := f.e.pendingOf(other)
+	return pending && p.Origin == m.ID
+}
+
 // noteSent and forget change the merge state from upload goroutines.
 func (f *flusher) noteSent(memoryID, sha string) {
 	f.sentMu.Lock()
 	defer f.sentMu.Unlock()
 	f.e.ms.noteSent(memoryID, sha)
+}
+
+func (f *flusher) noteCreate(path, sha string) {
+	f.sentMu.Lock()
+	defer f.sentMu.Unlock()
+	f.e.ms.created[path] = sha
 }
 
 func (f *flusher) forget(memoryID string) {
@@ -252,10 +282,15 @@ func (f *flusher) forget(memoryID string) {
 	f.e.ms.forget(memoryID)
 }
 
+// confirm settles an upload the store answered. The answer is a look at
+// the store: what we sent is no longer to be recognized as our own write
+// (a later identical write by someone else is a remote edit).
 func (f *flusher) confirm(e Entry, m *store.Memory) error {
 	f.sentMu.Lock()
 	delete(f.refused, e.FileID)
 	f.e.ms.agree(e.FileID, m)
+	delete(f.e.ms.sent, m.ID)
+	delete(f.e.ms.created, e.Path)
 	f.sentMu.Unlock()
 	if err := f.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, ErrNotPending) {
 		return err

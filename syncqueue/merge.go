@@ -26,10 +26,14 @@ type mergeState struct {
 	// yet seen come back: a change carrying it is our own write, not a
 	// remote edit (a lost response must not look like a conflict).
 	sent map[string]map[string]bool
+	// created is the same for creates, whose memory id we learn only from
+	// the answer: path -> sha of the content of a create we sent and have
+	// not yet seen answered, nor a memory at that path in the store.
+	created map[string]string
 }
 
 func newMergeState() mergeState {
-	return mergeState{known: map[string]memState{}, byMemory: map[string]string{}, sent: map[string]map[string]bool{}}
+	return mergeState{known: map[string]memState{}, byMemory: map[string]string{}, sent: map[string]map[string]bool{}, created: map[string]string{}}
 }
 
 func (s *mergeState) noteSent(memoryID, sha string) {
@@ -81,6 +85,9 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	ms := &e.ms
 	log := e.log.WithField("memory_id", memoryID)
 	fileID, local := ms.byMemory[memoryID]
+	if local {
+		e.commitOpen(fileID)
+	}
 	p, pending := e.pendingOf(fileID)
 	if m != nil {
 		log = log.WithField("path", m.Path)
@@ -139,8 +146,21 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	if !local {
 		// A memory new to this mount. A local file may already stand at
 		// its path (created here, not yet uploaded).
+		ourCreate := ms.created[m.Path] == m.ContentSHA256
+		delete(ms.created, m.Path)
 		if id, isDir, ok := e.tree.At(m.Path); ok && !isDir && id != "" {
+			e.commitOpen(id)
 			if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" {
+				if ourCreate && store.SHA256Hex(string(lp.Content)) != m.ContentSHA256 {
+					// Our own create, whose answer was lost, and the file
+					// changed again since: the newer content goes up on top
+					// of it, as an update of that memory.
+					if _, err := e.journal.Rebase(id, m.ID, m.ContentSHA256); err != nil {
+						log.WithError(err).Error("could not rebase a pending change in the journal")
+					}
+					ms.agree(id, m)
+					return nil
+				}
 				if store.SHA256Hex(string(lp.Content)) != m.ContentSHA256 {
 					if err := e.keepConflict(lp, m, "created here and in the store at the same path"); err != nil {
 						return err
@@ -155,12 +175,18 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 			log.Warn("the store has a memory where this mount has a directory; skipped until one of them moves")
 			return nil
 		}
+		if err := e.displace(m, memoryID); err != nil {
+			return err
+		}
 		e.treeApply(fs.Change{FileID: memoryID, Path: m.Path, Content: content})
 		e.setBase(memoryID, m)
 		ms.agree(memoryID, m)
 		return nil
 	}
 
+	if err := e.displace(m, fileID); err != nil {
+		return err
+	}
 	switch {
 	case !pending:
 		// Unchanged here: take the store's version.
@@ -182,6 +208,82 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	}
 	ms.agree(fileID, m)
 	return nil
+}
+
+// adoptSame settles, without fetching anything, a memory the store now
+// holds at path with sha when the local file there is pending with exactly
+// those bytes (changed to the same bytes on both sides, or our own write
+// whose response was lost): sync.md's "adopt silently: no fetch, no upload,
+// no conflict". It reports whether it did; if not, the caller fetches the
+// memory and merges it with applyRemote.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) adoptSame(memoryID, path, sha string) bool {
+	if e.journal == nil {
+		return false
+	}
+	fileID, local := e.ms.byMemory[memoryID]
+	if !local {
+		// A memory new to this mount, where a file created here may stand.
+		id, isDir, ok := e.tree.At(path)
+		if !ok || isDir || id == "" {
+			return false
+		}
+		fileID = id
+	}
+	p, pending := e.pendingOf(fileID)
+	if !pending || p.Deleted || p.Path != path || (!local && p.Origin != "") || store.SHA256Hex(string(p.Content)) != sha {
+		return false
+	}
+	e.confirm(p, memoryID, sha, path)
+	e.ms.agree(fileID, &store.Memory{ID: memoryID, Path: path, ContentSHA256: sha})
+	delete(e.ms.sent, memoryID)
+	if !local {
+		delete(e.ms.created, path)
+	}
+	return true
+}
+
+// displace makes room for memory m at its path when another local file
+// stands there (the store moved or created m there while that file was
+// made or changed here): the store wins. If that file has unsynced
+// changes, its content goes to the conflict log (unless it is m's very
+// bytes) and its pending change is settled — otherwise applying m would
+// drop it from the tree unseen, and its upload would fail on the taken
+// path for ever. The caller then applies m, which replaces the file.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) displace(m *store.Memory, fileID string) error {
+	id, isDir, ok := e.tree.At(m.Path)
+	if !ok || isDir || id == "" || id == fileID {
+		return nil
+	}
+	e.commitOpen(id)
+	p, pending := e.pendingOf(id)
+	if !pending || p.Deleted {
+		return nil
+	}
+	if store.SHA256Hex(string(p.Content)) != m.ContentSHA256 {
+		if err := e.keepConflict(p, m, "the store put another memory at this path"); err != nil {
+			return err
+		}
+	}
+	e.confirm(p, "", "", p.Path)
+	return nil
+}
+
+// commitOpen journals what was written to a file through a handle not yet
+// closed, before a remote change is merged into it (fs.Tree.CommitFile):
+// those writes are a local change like any other.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) commitOpen(fileID string) {
+	if e.journal == nil || fileID == "" {
+		return
+	}
+	if err := e.tree.CommitFile(fileID); err != nil {
+		e.log.WithError(err).WithField("file_id", fileID).Error("could not journal a file's unclosed writes before merging a remote change; the store's version replaces them")
+	}
 }
 
 // treeApply applies one change to the tree, logging what it can't show.

@@ -93,6 +93,9 @@ func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
 			if k, ok := e.ms.known[id]; ok && k.sha == *c.ContentSHA256 && k.path == c.Path {
 				continue // what we already agree on (often our own upload)
 			}
+			if e.adoptSame(id, c.Path, *c.ContentSHA256) {
+				continue // the same bytes as our pending change: nothing to fetch
+			}
 		}
 		var err error
 		if c.Operation == store.OpDeleted {
@@ -142,6 +145,9 @@ func (e *Engine) reconcile(ctx context.Context, fromHead bool) error {
 	defer e.syncMu.Unlock()
 	for id, st := range listed {
 		if k, ok := e.ms.known[id]; ok && k == st {
+			continue
+		}
+		if e.adoptSame(id, st.path, st.sha) {
 			continue
 		}
 		if err := e.resolve(ctx, id); err != nil {
