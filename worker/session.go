@@ -189,17 +189,9 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	if err := ensureMemoryRoot(s.cfg.MemoryRoot); err != nil {
-		return nil, err
-	}
-	paths := make([]string, len(rs))
-	for i, r := range rs {
-		p, err := checkMountPath(s.cfg.MemoryRoot, r)
-		if err != nil {
-			return nil, err
-		}
-		paths[i] = p
-	}
+	// Claim the stores first: a store another session has mounted here is
+	// usually at this very mount path, and "already mounted by session X"
+	// says more than "something already exists at the path".
 	var claimed []string
 	release := func() {
 		for _, id := range claimed {
@@ -212,6 +204,19 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 			return nil, err
 		}
 		claimed = append(claimed, r.MemoryStoreID)
+	}
+	if err := ensureMemoryRoot(s.cfg.MemoryRoot); err != nil {
+		release()
+		return nil, err
+	}
+	paths := make([]string, len(rs))
+	for i, r := range rs {
+		p, err := checkMountPath(s.cfg.MemoryRoot, r)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		paths[i] = p
 	}
 	var mounts []*storeMount
 	for i, r := range rs {

@@ -14,6 +14,7 @@ import (
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/store/durable"
 	"github.com/memfs/memfs/store/server"
+	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
 )
 
@@ -62,6 +63,11 @@ Flags:
 	fset.StringVar(&logLevel, "log-level", "warn", "log level")
 	if _, err := parseInterleaved(fset, args); err != nil {
 		return err
+	}
+	// Checked before anything starts: up mounts its demo store, so "off"
+	// (0) makes no sense here either.
+	if interval < syncqueue.MinInterval {
+		return usagef("--memory-sync-interval must be at least %s, not %s", syncqueue.MinInterval, interval)
 	}
 	log, err := newLogger("text", logLevel)
 	if err != nil {
