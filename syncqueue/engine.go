@@ -130,6 +130,7 @@ type Engine struct {
 	cursor    int64      // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
 	conflicts *ConflictLog
 	outage    outage
+	replayed  int // pending changes found in the journal at Open
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -227,6 +228,7 @@ func (e *Engine) Open(ctx context.Context) error {
 			e.log.WithError(err).Warn("some changes left in the journal could not be shown on the mount; they stay journaled")
 		}
 		e.log.WithField("pending", len(pending)).Warn("replaying changes a previous run left in the journal")
+		e.replayed = len(pending)
 	}
 	return nil
 }
@@ -273,6 +275,10 @@ func (e *Engine) Start() {
 		defer e.wg.Done()
 		t := time.NewTicker(e.opts.Interval)
 		defer t.Stop()
+		if e.replayed > 0 {
+			// A journal left behind goes up at once, not an interval later.
+			e.f.tick(ctx, tickOptions{deletes: true})
+		}
 		for {
 			select {
 			case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -36,15 +37,36 @@ func newHost(cfg Config) *host {
 	return &host{cfg: cfg, log: cfg.Log, mounted: map[string]string{}}
 }
 
-// claim reserves storeID for sessionID on this host.
-func (h *host) claim(storeID, sessionID string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if other, ok := h.mounted[storeID]; ok && other != sessionID {
-		return fmt.Errorf("memory store %s is already mounted on this host by session %s; a store is mounted by one session at a time", storeID, other)
+// claimWait bounds how long a session waits for a previous run of the
+// same session on this host to finish tearing down the same store.
+const claimWait = 40 * time.Second
+
+// claim reserves storeID for sessionID on this host. A store held by
+// another session is refused; one still held by an earlier run of the same
+// session (its teardown in progress) is waited for, bounded by claimWait.
+func (h *host) claim(ctx context.Context, storeID, sessionID string) error {
+	deadline := time.Now().Add(claimWait)
+	for {
+		h.mu.Lock()
+		other, ok := h.mounted[storeID]
+		if !ok {
+			h.mounted[storeID] = sessionID
+			h.mu.Unlock()
+			return nil
+		}
+		h.mu.Unlock()
+		if other != sessionID {
+			return fmt.Errorf("memory store %s is already mounted on this host by session %s; a store is mounted by one session at a time", storeID, other)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("memory store %s is still being taken down by an earlier run of session %s after %s", storeID, sessionID, claimWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	h.mounted[storeID] = sessionID
-	return nil
 }
 
 func (h *host) release(storeID string) {

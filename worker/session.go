@@ -199,7 +199,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		}
 	}
 	for _, r := range rs {
-		if err := s.host.claim(r.MemoryStoreID, sess.ID); err != nil {
+		if err := s.host.claim(ctx, r.MemoryStoreID, sess.ID); err != nil {
 			release()
 			return nil, err
 		}
