@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,8 +22,7 @@ import (
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
-	"github.com/memfs/memfs/store/server"
-	"github.com/memfs/memfs/store/sqlstore"
+	"github.com/memfs/memfs/store/server/servertest"
 )
 
 // The merge tests run the real engine against the real store service
@@ -36,7 +34,7 @@ import (
 // produce (a lost response, a server without the change feed, an expired
 // cursor, a refused upload).
 
-const mgAdminKey = "test-admin-key-0123456789"
+const mgAdminKey = servertest.AdminKey
 
 // mgReq is one request the engine sent.
 type mgReq struct {
@@ -210,29 +208,14 @@ type mgEnv struct {
 // not created yet.
 func mgSetup(t *testing.T, files map[string]string) *mgEnv {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "memfs.db"), sqlstore.Options{Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := server.EnsureAdminKey(ctx, db, mgAdminKey, dir); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Backend: db, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := servertest.New(t)
 	e := &mgEnv{t: t, proxy: &mgProxy{next: srv}, ids: map[string]string{}}
 	direct := httptest.NewServer(srv)
 	t.Cleanup(direct.Close)
 	proxied := httptest.NewServer(e.proxy)
 	t.Cleanup(proxied.Close)
 	t.Cleanup(e.proxy.releaseFeed)
-	t.Cleanup(srv.BeginShutdown) // long polls answer now, so the servers can close
+	ctx := context.Background()
 	e.remote = mgClient(t, direct.URL)
 	st, err := e.remote.CreateStore(ctx, store.CreateStoreInput{Name: t.Name()})
 	if err != nil {

@@ -15,14 +15,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/memfs/memfs/store"
-	"github.com/memfs/memfs/store/server"
-	"github.com/memfs/memfs/store/sqlstore"
+	"github.com/memfs/memfs/store/server/servertest"
 )
 
-const testAdminKey = "test-admin-key-0123456789"
+const testAdminKey = servertest.AdminKey
 
 // cli runs admin commands against a real memfs serve handler on SQLite.
 type cli struct {
@@ -32,22 +29,7 @@ type cli struct {
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "memfs.db"), sqlstore.Options{Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := server.EnsureAdminKey(ctx, db, testAdminKey, dir); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Backend: db, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := servertest.New(t)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &cli{t: t, env: map[string]string{"MEMFS_API_URL": ts.URL, "MEMFS_API_KEY": testAdminKey}}

@@ -3,45 +3,25 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
-	"github.com/memfs/memfs/store/server"
-	"github.com/memfs/memfs/store/sqlstore"
+	"github.com/memfs/memfs/store/server/servertest"
 )
 
-const adminKey = "test-admin-key-0123456789"
+const adminKey = servertest.AdminKey
 
 // realServer runs memfs serve's handler on SQLite behind wrap (which may
 // inject faults) and returns a client for it.
 func realServer(t *testing.T, wrap func(http.Handler) http.Handler) *client.Client {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "memfs.db"), sqlstore.Options{Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := server.EnsureAdminKey(ctx, db, adminKey, dir); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Backend: db, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := servertest.New(t)
 	var h http.Handler = srv
 	if wrap != nil {
 		h = wrap(h)
