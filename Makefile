@@ -8,13 +8,18 @@ GO ?= go
 ARGS ?=
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: up serve test bench
+.PHONY: up serve test bench FORCE
 
-up:
-	$(GO) run ./cmd/memfs up $(ARGS)
+# The binary is built, then run (not "go run", which turns the child's
+# clean exit after Ctrl-C into exit status 1).
+bin/memfs: FORCE
+	$(GO) build -o bin/memfs ./cmd/memfs
 
-serve:
-	$(GO) run ./cmd/memfs serve $(ARGS)
+up: bin/memfs
+	./bin/memfs up $(ARGS)
+
+serve: bin/memfs
+	./bin/memfs serve $(ARGS)
 
 test:
 	bash test/run-tests.sh
