@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,19 +41,12 @@ func (o MountOptions) args() []string {
 	return args
 }
 
-// Mount is a running `memfs mount` process.
+// Mount is a running `memfs mount` process: a Proc that has mounted Dir.
 type Mount struct {
+	*Proc
 	// Dir is the mount point the process printed.
 	Dir  string
 	Opts MountOptions
-
-	t    testing.TB
-	cmd  *exec.Cmd
-	done chan struct{}
-
-	mu     sync.Mutex
-	output strings.Builder // stdout and stderr, interleaved; GUARDED_BY(mu)
-	lines  chan struct{}   // closed and replaced on every new line; GUARDED_BY(mu)
 }
 
 // mountedRe matches the line memfs mount prints once the store is mounted.
@@ -69,48 +60,10 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 	if opts.StateDir == "" {
 		opts.StateDir = t.TempDir()
 	}
-	m := &Mount{Opts: opts, t: t, done: make(chan struct{}), lines: make(chan struct{})}
-	cmd := exec.Command(Binary(t), opts.args()...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	m.cmd = cmd
-	mounted := make(chan string, 1)
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() {
-		defer readers.Done()
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			m.addLine(sc.Text())
-			if sm := mountedRe.FindStringSubmatch(sc.Text()); sm != nil {
-				mounted <- sm[2]
-			}
-		}
-	}()
-	go func() {
-		defer readers.Done()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			m.addLine(sc.Text())
-		}
-	}()
-	// Wait only after both pipes are drained (os/exec's rule for
-	// StdoutPipe), so Output is complete once the process is done.
-	go func() { readers.Wait(); cmd.Wait(); close(m.done) }() //nolint:errcheck
+	m := &Mount{Opts: opts}
+	// Registered before StartProc's own cleanup, so it runs after it
+	// (cleanups run last-in first-out): the process is gone by then.
 	t.Cleanup(func() {
-		if m.Running() {
-			m.Kill()
-		}
 		dir := m.Dir
 		if dir == "" {
 			dir = opts.Dir // it may have mounted without saying so
@@ -119,78 +72,25 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
 		}
 	})
-	select {
-	case dir := <-mounted:
-		m.Dir = dir
-	case <-m.done:
-		t.Fatalf("memfs mount exited (%d) before mounting:\n%s", cmd.ProcessState.ExitCode(), m.Output())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("memfs mount did not mount within 60s:\n%s", m.Output())
+	m.Proc = StartProc(t, ProcOptions{}, opts.args()...)
+	line := m.Proc.WaitOutput(1, 60*time.Second, "mounted at", "Ctrl-C to unmount")
+	sm := mountedRe.FindStringSubmatch(line)
+	if sm == nil {
+		t.Fatalf("memfs mount printed an unexpected line %q:\n%s", line, m.Output())
 	}
+	m.Dir = sm[2]
 	if !IsMounted(m.Dir) {
 		t.Fatalf("memfs mount says it mounted %s, but /proc/self/mountinfo does not list it:\n%s", m.Dir, m.Output())
 	}
 	return m
 }
 
-func (m *Mount) addLine(line string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.output.WriteString(line + "\n")
-	close(m.lines)
-	m.lines = make(chan struct{})
-}
-
-// Output is everything the process printed so far (stdout and stderr).
-func (m *Mount) Output() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.output.String()
-}
-
 // WaitOutput waits until the output holds n lines containing substr and
-// returns the last of them; it fails the test at the deadline or if the
+// returns the n-th of them; it fails the test at the deadline or if the
 // process exits first.
 func (m *Mount) WaitOutput(n int, substr string, timeout time.Duration) string {
 	m.t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		m.mu.Lock()
-		var found []string
-		for _, l := range strings.Split(m.output.String(), "\n") {
-			if strings.Contains(l, substr) {
-				found = append(found, l)
-			}
-		}
-		next := m.lines
-		m.mu.Unlock()
-		if len(found) >= n {
-			return found[n-1]
-		}
-		select {
-		case <-next:
-		case <-m.done:
-			// Check once more: the line may have come with the exit.
-			if l := m.countLines(substr); l >= n {
-				continue
-			}
-			m.t.Fatalf("memfs mount exited before printing %q (%d times):\n%s", substr, n, m.Output())
-		case <-deadline.C:
-			m.t.Fatalf("memfs mount did not print %q (%d times) within %s:\n%s", substr, n, timeout, m.Output())
-		}
-	}
-}
-
-// countLines counts the output lines containing substr.
-func (m *Mount) countLines(substr string) int {
-	n := 0
-	for _, l := range strings.Split(m.Output(), "\n") {
-		if strings.Contains(l, substr) {
-			n++
-		}
-	}
-	return n
+	return m.Proc.WaitOutput(n, timeout, substr)
 }
 
 // syncLine is what memfs mount logs after each SIGUSR1 pass.
@@ -202,47 +102,9 @@ const syncLine = "sync pass on SIGUSR1"
 // merged into one pass.
 func (m *Mount) SyncNow(timeout time.Duration) string {
 	m.t.Helper()
-	n := m.countLines(syncLine)
+	n := len(m.Lines(syncLine))
 	m.Signal(syscall.SIGUSR1)
 	return m.WaitOutput(n+1, syncLine, timeout)
-}
-
-// Signal sends sig to the process.
-func (m *Mount) Signal(sig os.Signal) {
-	m.t.Helper()
-	if err := m.cmd.Process.Signal(sig); err != nil {
-		m.t.Fatalf("signal memfs mount: %v", err)
-	}
-}
-
-// Kill sends SIGKILL and waits for the process to be gone. The mount it
-// served stays in the mount table (stale) until someone detaches it.
-func (m *Mount) Kill() {
-	m.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck
-	<-m.done
-}
-
-// Wait waits for the process to exit (bounded by timeout) and returns its
-// exit code; it fails the test at the deadline.
-func (m *Mount) Wait(timeout time.Duration) int {
-	m.t.Helper()
-	select {
-	case <-m.done:
-		return m.cmd.ProcessState.ExitCode()
-	case <-time.After(timeout):
-		m.t.Fatalf("memfs mount did not exit within %s:\n%s", timeout, m.Output())
-		return -1
-	}
-}
-
-// Running reports whether the process has not exited yet.
-func (m *Mount) Running() bool {
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
 }
 
 // RunMount runs `memfs mount` expecting it to fail before mounting: it
@@ -270,9 +132,6 @@ func RunMount(t testing.TB, opts MountOptions, timeout time.Duration) (code int,
 	}
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
-
-// Pid is the process id.
-func (m *Mount) Pid() int { return m.cmd.Process.Pid }
 
 // MountOptionsOf returns the options /proc/self/mountinfo shows for the
 // mount at dir: the per-mount ones (rw or ro, nosuid, ...) and the
