@@ -88,11 +88,28 @@ func (t *Tree) applyOne(c Change) error {
 		return err
 	}
 	if old, ok := dir.children[name]; ok && old != cur {
-		if old.dir {
+		switch {
+		case !old.dir:
+			t.invalidate(c.Path, false)
+			t.detach(old)
+		case cur != nil && holdsOnly(old, cur):
+			// The file moves onto the path of a directory that holds
+			// nothing but it (/a/b/c -> /a/b): the directories go, as
+			// they would once it left them.
+			t.invalidate(cur.path(), false)
+			d := cur.parent
+			delete(d.children, cur.name)
+			for d != dir {
+				up := d.parent
+				t.invalidate(d.path(), false)
+				t.detach(d)
+				d = up
+			}
+			cur.parent, cur.name = dir, name
+			dir.children[name] = cur
+		default:
 			return ErrIsDir
 		}
-		t.invalidate(c.Path, false)
-		t.detach(old)
 	}
 	if cur == nil {
 		cur = t.newNode(dir, name, false, 0o644, now)
@@ -115,6 +132,20 @@ func (t *Tree) applyOne(c Change) error {
 	cur.content = append([]byte(nil), c.Content...)
 	cur.mtime, cur.ctime = now, now
 	return nil
+}
+
+// holdsOnly reports whether the directory d holds nothing but n, through
+// a chain of directories that each hold one entry.
+func holdsOnly(d, n *node) bool {
+	for d.dir && len(d.children) == 1 {
+		for _, c := range d.children {
+			d = c
+		}
+		if d == n {
+			return true
+		}
+	}
+	return false
 }
 
 // pruneEmpty removes d and then its parents while they are empty, after a

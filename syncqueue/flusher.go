@@ -33,6 +33,10 @@ type flusher struct {
 	storeSize  int                    // memories in the store as last seen (for the delete cap)
 	refused    map[string]uint64      // fileID -> LSN the store refused (400/413); retried once it changes
 	deleteSeen map[string]deleteWatch // fileID -> when a tick first saw its pending delete
+	// moving holds the memories with a pending change (a move, an edit or
+	// a delete of their local file) as the pass began; set before its
+	// uploads start and only read by them.
+	moving map[string]bool
 }
 
 type deleteWatch struct {
@@ -120,7 +124,14 @@ func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
 	f.ticks++
-	ops, deletes := f.plan(f.journal.Pending())
+	pending := f.journal.Pending()
+	f.moving = map[string]bool{}
+	for _, p := range pending {
+		if p.Origin != "" {
+			f.moving[p.Origin] = true
+		}
+	}
+	ops, deletes := f.plan(pending)
 	var res SyncResult
 	var mu sync.Mutex // orders the goroutines' updates of res, retry, conflicted, transient
 	transient := 0
@@ -245,22 +256,17 @@ func (f *flusher) upload(ctx context.Context, o op) error {
 }
 
 // othersMemory reports whether m, which a create of e returned, is the
-// memory of another local file whose move or delete is not uploaded yet.
-// The client takes a memory already at the path with the same bytes for
-// our own earlier create whose response was lost; but this one is still
-// where another file of this mount left it ("mv a b; touch a", two empty
-// files): adopting it would bind two files to one memory and lose e when
-// the other's change goes up. It is a path conflict instead, retried once
-// the other change is uploaded.
+// memory of another local file whose move or delete was pending when the
+// pass began. The client takes a memory already at the path with the same
+// bytes for our own earlier create whose response was lost; but this one
+// is still where another file of this mount left it ("mv a b; touch a",
+// two empty files): adopting it would bind two files to one memory and
+// lose e when the other's change goes up. It is a path conflict instead,
+// retried once the other change is uploaded. (Decided on the pass's
+// starting state: the other change may be confirmed by a concurrent
+// upload between the create and this check.)
 func (f *flusher) othersMemory(e Entry, m *store.Memory) bool {
-	f.sentMu.Lock()
-	other, ok := f.e.ms.byMemory[m.ID]
-	f.sentMu.Unlock()
-	if !ok || other == e.FileID {
-		return false
-	}
-	p, pending := f.e.pendingOf(other)
-	return pending && p.Origin == m.ID
+	return e.Origin == "" && f.moving[m.ID]
 }
 
 // noteSent and forget change the merge state from upload goroutines.
