@@ -173,17 +173,19 @@ func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
 		}(o)
 	}
 	wg.Wait()
-	// Path conflicts between this pass's own changes (a file moved onto a
-	// path another change frees) resolve in a second, sequential round.
-	sort.Slice(retry, func(i, j int) bool { return retry[i].entry.LSN < retry[j].entry.LSN })
-	for _, o := range retry {
-		record(o, f.upload(ctx, o), true)
-	}
 	d, pendingDeletes, derr, dconf := f.sendDeletes(ctx, deletes, to)
 	res.Deleted += d
 	res.DeletesPending = pendingDeletes
 	transient += derr
 	conflicted = append(conflicted, dconf...)
+	// Path conflicts between this pass's own changes (a file moved onto a
+	// path another change frees: a move, or a delete sent just now, as in
+	// a rename over an existing file) resolve in a second, sequential
+	// round, after the deletes.
+	sort.Slice(retry, func(i, j int) bool { return retry[i].entry.LSN < retry[j].entry.LSN })
+	for _, o := range retry {
+		record(o, f.upload(ctx, o), true)
+	}
 	if !to.final || to.deletes {
 		// The store changed these memories too: the store wins, the local
 		// versions go to the conflict log. (Not on an unclean end, which

@@ -91,8 +91,14 @@ func rndNeedFUSE(t *testing.T) {
 	}
 }
 
-// randomDefaultSeeds always run; they are the regression list.
-var randomDefaultSeeds = []uint64{1, 2, 3}
+// randomDefaultSeeds always run; they are the regression list. With the
+// generator as it is, 1 fails if truncate(2) by path is not journaled, 3 if
+// a create may adopt the memory of a file moved away ("mv a b; cp b a"), or
+// if a replay can't put a file where the store still has a directory of
+// moved memories, and 71 if a replay can't move a file onto the path of
+// the directory that held it. Changing the generator changes what a seed
+// does: check them again.
+var randomDefaultSeeds = []uint64{1, 3, 71}
 
 // randomDefaultSteps is the length of one sequence.
 const randomDefaultSteps = 500
