@@ -55,22 +55,34 @@ func (t *Tree) ReadDir(ino uint64) ([]Entry, error) {
 	return out, nil
 }
 
+// freeEntry checks that a new entry (a directory when dir) may be made as
+// name in directory parent, and returns that directory.
+//
+// REQUIRES: t.mu held.
+func (t *Tree) freeEntry(parent uint64, name string, dir bool) (*node, error) {
+	if err := t.writable(); err != nil {
+		return nil, err
+	}
+	d, err := t.dirNode(parent)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkName(d.path(), name, dir); err != nil {
+		return nil, err
+	}
+	if _, ok := d.children[name]; ok {
+		return nil, ErrExist
+	}
+	return d, nil
+}
+
 // Create makes a new empty file; it reaches the journal when closed.
 func (t *Tree) Create(parent uint64, name string, mode uint32) (Attr, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.writable(); err != nil {
-		return Attr{}, err
-	}
-	d, err := t.dirNode(parent)
+	d, err := t.freeEntry(parent, name, false)
 	if err != nil {
 		return Attr{}, err
-	}
-	if _, err := checkName(d.path(), name, false); err != nil {
-		return Attr{}, err
-	}
-	if _, ok := d.children[name]; ok {
-		return Attr{}, ErrExist
 	}
 	if t.files >= t.opts.MaxFiles {
 		return Attr{}, ErrNoSpace
@@ -85,18 +97,9 @@ func (t *Tree) Create(parent uint64, name string, mode uint32) (Attr, error) {
 func (t *Tree) Mkdir(parent uint64, name string, mode uint32) (Attr, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.writable(); err != nil {
-		return Attr{}, err
-	}
-	d, err := t.dirNode(parent)
+	d, err := t.freeEntry(parent, name, true)
 	if err != nil {
 		return Attr{}, err
-	}
-	if _, err := checkName(d.path(), name, true); err != nil {
-		return Attr{}, err
-	}
-	if _, ok := d.children[name]; ok {
-		return Attr{}, ErrExist
 	}
 	return t.newNode(d, name, true, mode&0o7777, t.opts.Now()).attr(), nil
 }
