@@ -19,7 +19,7 @@ import (
 // lock, when a changed file is closed (Put with the whole new content),
 // renamed (Put at the new path), or removed (Delete). Put and Delete
 // return once the record is written (it survives the process dying); Sync
-// returns once it is on stable storage. syncqueue.Journal implements it.
+// returns once it is on stable storage. journal.Journal implements it.
 type Journal interface {
 	Put(fileID, path string, content []byte) error
 	Delete(fileID, path string) error

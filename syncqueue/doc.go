@@ -1,155 +1,16 @@
-// Package syncqueue is the durable journal of one mounted store: the local
-// changes the store has not confirmed yet.
+// Package syncqueue is the sync engine of one mounted store: it loads the
+// store into the filesystem's tree, uploads the local changes its journal
+// (package syncqueue/journal) holds, brings the store's changes down, and
+// settles collisions in the store's favour, keeping the losing local
+// version in the conflict log.
 //
-// # Model
+// The journal is the durable half: what was closed on the mount and not
+// yet confirmed by the store. This package is the moving half:
 //
-// Every local file has a stable FileID: the memory id ("mem_...") of a file
-// loaded from the store, or a local id ("local-...") of a file created on
-// this host. When a changed file is closed (or fsynced) the filesystem calls
-// [Journal.Put] with the file's whole new content; an unlink calls
-// [Journal.Delete]. The journal coalesces per FileID — only the latest state
-// of a file is pending — and remembers, with every state, the memory the
-// file derives from (Origin) and the content_sha256 that memory had when
-// the local copy last agreed with the store (BaseSHA): the precondition of
-// its upload.
-//
-// The flusher takes [Journal.Pending], uploads each entry, and reports
-// success with [Journal.Confirm](fileID, lsn, memoryID, sha, path). If
-// nothing newer was recorded for the file meanwhile, the entry is released;
-// otherwise the newer entry is rebased on what the store now holds, so its
-// own upload carries the right precondition. A file created locally and
-// removed before any upload never reaches the store; if its create was
-// already in flight, the confirmation turns into a pending delete of the
-// memory it created.
-//
-// Bases of files without pending entries (set by [Journal.SetBase] when the
-// filesystem loads a file from the store, and by Confirm) are kept in memory
-// only: after a restart the filesystem loads the store again. Every record
-// on disk carries the Origin and BaseSHA of the state it produces, so a
-// journal replays on its own.
-//
-// # Durability
-//
-// Put, Delete and Confirm return only after their record was handed to the
-// kernel with one write(2) on a file opened O_APPEND — no user-space
-// buffering — so a killed process loses nothing that returned. Records reach
-// stable storage (fdatasync) when [Journal.Sync] is called (an application's
-// fsync) and otherwise within Options.GroupCommit (100 ms by default) of
-// being written, by a goroutine the Journal owns. A failed fdatasync or a
-// write whose partial record cannot be removed makes the journal fail-stop:
-// every later call returns the error (after a failed fsync the kernel may
-// have dropped the dirty pages, so "retry" would silently lose data).
-//
-// # Directory
-//
-// One directory per mounted store (Open creates it 0700):
-//
-//	lock                   flock(LOCK_EX|LOCK_NB) held while open; holds the owner's pid
-//	journal                the append-only journal described below
-//	journal.tmp            a compaction in progress; removed at Open (the journal is intact)
-//	journal.corrupt-<unix> a journal that failed its checksums, moved aside for a human
-//
-// # File format (version 1)
-//
-// All integers are little-endian unless marked uvarint. CRC-32C is the
-// Castagnoli CRC-32 (hash/crc32.Castagnoli).
-//
-// The file starts with a 24-byte header:
-//
-//	offset size field
-//	0      8    magic "MEMFSJNL"
-//	8      4    version, uint32 = 1
-//	12     8    base LSN, uint64: every LSN this journal assigns from now on
-//	            is greater (keeps LSNs monotonic after a compaction
-//	            dropped every record)
-//	20     4    CRC-32C of bytes 0..19
-//
-// Records follow back to back, in strictly increasing LSN order:
-//
-//	offset size  field
-//	0      4     length n, uint32: bytes of type + payload (1 ≤ n ≤ 64 MiB)
-//	4      4     CRC-32C of bytes 0..3 (the length field alone)
-//	8      4     CRC-32C of the n bytes from offset 12 (type + payload)
-//	12     1     type
-//	13     n-1   payload
-//
-// The separate check of the length field means a damaged length is always
-// recognised as damage: it can never make the reader take the rest of the
-// file for one record that "runs past EOF" and cut it off as a torn tail.
-//
-// A payload is a sequence of fields; uvarint is encoding/binary's unsigned
-// varint and string/bytes are a uvarint byte count followed by the bytes.
-// Every payload begins with the record's own LSN. A payload must be
-// consumed exactly: bytes left over are damage.
-//
-//	type 1 PUT      lsn uvarint, file_id string, origin string,
-//	                base_sha string, path string, content bytes
-//	                The file's whole new content. content comes last so a
-//	                pending entry can keep its record bytes and slice the
-//	                content out of them.
-//	type 2 DELETE   lsn uvarint, file_id string, origin string,
-//	                base_sha string, path string
-//	                The file was removed. With origin "" (never uploaded) it
-//	                only drops the file's pending entry.
-//	type 3 CONFIRM  lsn uvarint, file_id string, confirmed_lsn uvarint,
-//	                memory_id string, sha string, path string
-//	                The store holds the file's state as of confirmed_lsn as
-//	                memory_id with content sha at path (memory_id "" for a
-//	                delete). Releases the pending entry when its LSN is
-//	                confirmed_lsn, rebases it (origin = memory_id, base_sha =
-//	                sha) when it is newer.
-//
-// Replaying the records in order from an empty state yields the pending
-// entries; Origin and BaseSHA come from the records themselves.
-//
-// # Damage
-//
-// A crash in the middle of an append leaves a torn tail: a prefix of the last
-// record, possibly followed by zeros (the file size reached the disk, the
-// data did not). Open cuts a torn tail off (truncate, fsync, one warning
-// with the offset and byte count). Precisely, reading a record at offset o is
-// a torn tail when:
-//
-//   - fewer than 12 bytes remain; or
-//   - the length check fails and every byte from o+12 to EOF is zero (this
-//     includes a zeroed tail); or
-//   - the length check passes and the record runs past EOF; or
-//   - the record is complete, its CRC fails, and every byte after it is zero.
-//
-// Anything else that fails a check — a failed length check or CRC followed
-// by more non-zero data, a length over 64 MiB, a CRC-valid record that does
-// not parse, an unknown type, an LSN not greater than the previous one, a
-// CONFIRM of a state that was never recorded, a damaged file header — is
-// corruption: Open moves the file aside to journal.corrupt-<unix time>, logs
-// an error, and returns a *CorruptError (errors.Is(err, ErrCorrupt)). Records
-// are never skipped silently; the moved file keeps every byte for a human or
-// a repair tool. A journal whose header names a version this code does not
-// know is left in place and Open returns ErrUnsupportedVersion.
-//
-// # Compaction
-//
-// The journal is bounded by the pending state, not by history: when the file
-// exceeds max(Options.CompactMinBytes, 2 × the bytes of the pending entries'
-// records) — or holds any record while nothing is pending — the owner
-// goroutine rewrites it as the header plus one record per pending entry (the
-// record that produced it, or a re-encoded one after a rebase), in LSN
-// order: journal.tmp is written and fsynced without holding the lock, then,
-// under the lock, records appended meanwhile are copied over, journal.tmp is
-// fsynced again, renamed over journal, and the directory is fsynced. A crash
-// at any step leaves either the old or the new journal complete under the
-// name journal. Open compacts too, after replay, when it pays.
-//
-// # Concurrency
-//
-// A Journal is safe for concurrent use. It has one mutex, Journal.mu, which
-// guards all state. It is held across write(2) (microseconds; keeps file
-// order = LSN order and lets a failed append be cut off again), across the
-// short second phase of a compaction (copy of the records appended during
-// the first phase, one fsync, rename, directory fsync), and while logging a
-// fail-stop error; it is not held across the group-commit or Sync
-// fdatasync, nor the first compaction phase. Compactions never overlap:
-// only the owner goroutine (or Open, before starting it) runs one. There is
-// no second mutex, so there is no lock order to get wrong; callers must not
-// call the Journal from a logrus hook. The directory's flock is a separate,
-// process-level lock taken first in Open and released last in Close.
+//	engine.go     lifecycle (NewEngine, Open, Start, Finish, Close)
+//	flusher.go    local → store: one pass uploads the net change of each file
+//	overlay.go    store → local: the change feed, or a listing every interval
+//	merge.go      the merge rules of shared/design/sync.md, one per row
+//	conflicts.go  the conflict log
+//	outage.go     one "unreachable" line per outage, one "recovered" line
 package syncqueue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // Store is what the engine needs from the store service; store/client's
@@ -116,7 +117,7 @@ func (o *EngineOptions) Validate() error {
 type Engine struct {
 	opts    EngineOptions
 	log     logrus.FieldLogger
-	journal *Journal // nil when ReadOnly
+	journal *journal.Journal // nil when ReadOnly
 	tree    *fs.Tree
 	f       *flusher
 
@@ -168,7 +169,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		readOnly = true
 	}
 	if !readOnly {
-		j, err := Open(JournalDir(e.opts.StateDir, e.opts.StoreID), Options{Log: e.log})
+		j, err := journal.Open(JournalDir(e.opts.StateDir, e.opts.StoreID), journal.Options{Log: e.log})
 		if err != nil {
 			return err
 		}
@@ -350,7 +351,7 @@ func (e *Engine) closeJournal(ctx context.Context) error {
 }
 
 // journalSink adapts the Journal to the filesystem's Journal interface.
-type journalSink struct{ j *Journal }
+type journalSink struct{ j *journal.Journal }
 
 func (s journalSink) Put(fileID, path string, content []byte) error {
 	_, err := s.j.Put(fileID, path, content)

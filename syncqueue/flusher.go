@@ -13,6 +13,7 @@ import (
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // flusher uploads the journal's pending entries: the net change of every
@@ -22,7 +23,7 @@ type flusher struct {
 	e       *Engine
 	opts    EngineOptions
 	log     logrus.FieldLogger
-	journal *Journal
+	journal *journal.Journal
 	tree    *fs.Tree
 
 	// sentMu orders the upload goroutines' changes of e.ms and refused.
@@ -68,16 +69,16 @@ type SyncResult struct {
 // op is one planned request.
 type op struct {
 	kind    string // create, update, delete
-	entry   Entry
-	replace *Entry // update: a pending delete at the same path folded into this create
+	entry   journal.Entry
+	replace *journal.Entry // update: a pending delete at the same path folded into this create
 }
 
 // plan turns pending entries into requests. An entry that deletes memory
 // M at path P and a new file created at P in the same pass become one
 // update of M (an editor's atomic save keeps the memory's id).
-func (f *flusher) plan(pending []Entry) (ops []op, deletes []Entry) {
+func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Entry) {
 	createAt := map[string]int{} // path -> index in ops of a create
-	var dels []Entry
+	var dels []journal.Entry
 	for _, e := range pending {
 		if lsn, ok := f.refused[e.FileID]; ok && lsn == e.LSN {
 			continue
@@ -267,7 +268,7 @@ func (f *flusher) upload(ctx context.Context, o op) error {
 // retried once the other change is uploaded. (Decided on the pass's
 // starting state: the other change may be confirmed by a concurrent
 // upload between the create and this check.)
-func (f *flusher) othersMemory(e Entry, m *store.Memory) bool {
+func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 	return e.Origin == "" && f.moving[m.ID]
 }
 
@@ -293,21 +294,21 @@ func (f *flusher) forget(memoryID string) {
 // confirm settles an upload the store answered. The answer is a look at
 // the store: what we sent is no longer to be recognized as our own write
 // (a later identical write by someone else is a remote edit).
-func (f *flusher) confirm(e Entry, m *store.Memory) error {
+func (f *flusher) confirm(e journal.Entry, m *store.Memory) error {
 	f.sentMu.Lock()
 	delete(f.refused, e.FileID)
 	f.e.ms.agree(e.FileID, m)
 	delete(f.e.ms.sent, m.ID)
 	delete(f.e.ms.created, e.Path)
 	f.sentMu.Unlock()
-	if err := f.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, ErrNotPending) {
+	if err := f.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		return err
 	}
 	return nil
 }
 
 // judge classifies a failed change and warns once per refused file.
-func (f *flusher) judge(e Entry, err error) verdict {
+func (f *flusher) judge(e journal.Entry, err error) verdict {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	switch {
 	case errors.Is(err, store.ErrPathConflict):
@@ -337,7 +338,7 @@ func deleteCap(storeSize int) int {
 // sendDeletes applies the deletion mode, the 30 s + confirming-tick rule,
 // the whole-store guard and the per-tick cap. It returns how many were
 // sent, how many remain, and how many failed transiently.
-func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions) (sent, left, transient int, conflicted []string) {
+func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to tickOptions) (sent, left, transient int, conflicted []string) {
 	now := time.Now()
 	live := map[string]bool{}
 	for _, d := range dels {
@@ -363,7 +364,7 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions)
 		}
 		return 0, len(dels), transient, nil
 	}
-	var due []Entry
+	var due []journal.Entry
 	for _, d := range dels {
 		w, ok := f.deleteSeen[d.FileID]
 		if !ok || w.lsn != d.LSN {
@@ -412,9 +413,9 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []Entry, to tickOptions)
 }
 
 // settleDelete releases a pending delete (sent, or not to be sent).
-func (f *flusher) settleDelete(d Entry) {
+func (f *flusher) settleDelete(d journal.Entry) {
 	delete(f.deleteSeen, d.FileID)
-	if err := f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path); err != nil && !errors.Is(err, ErrNotPending) {
+	if err := f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		f.log.WithError(err).WithField("path", d.Path).Error("could not record a settled delete in the journal")
 	}
 }

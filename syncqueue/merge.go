@@ -8,6 +8,7 @@ import (
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // memState is what the local copy last agreed with the store on, for one
@@ -60,16 +61,16 @@ func (s *mergeState) forget(memoryID string) {
 }
 
 // pendingOf returns the journal's pending entry of a file, if any.
-func (e *Engine) pendingOf(fileID string) (Entry, bool) {
+func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 	if fileID == "" || e.journal == nil {
-		return Entry{}, false
+		return journal.Entry{}, false
 	}
 	for _, p := range e.journal.Pending() {
 		if p.FileID == fileID {
 			return p, true
 		}
 	}
-	return Entry{}, false
+	return journal.Entry{}, false
 }
 
 // applyRemote merges the store's state of one memory into the local copy,
@@ -294,8 +295,8 @@ func (e *Engine) treeApply(c fs.Change) {
 }
 
 // confirm settles a pending entry on the store's state.
-func (e *Engine) confirm(p Entry, memoryID, sha, path string) {
-	if err := e.journal.Confirm(p.FileID, p.LSN, memoryID, sha, path); err != nil && !errors.Is(err, ErrNotPending) {
+func (e *Engine) confirm(p journal.Entry, memoryID, sha, path string) {
+	if err := e.journal.Confirm(p.FileID, p.LSN, memoryID, sha, path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		e.log.WithError(err).WithField("path", path).Error("could not record a resolved change in the journal")
 	}
 }
@@ -303,7 +304,7 @@ func (e *Engine) confirm(p Entry, memoryID, sha, path string) {
 // keepConflict puts the losing local version in the conflict log and
 // warns once. If the log can't be written it returns the error, and the
 // caller settles nothing: the local content is still in the journal.
-func (e *Engine) keepConflict(p Entry, m *store.Memory, reason string) error {
+func (e *Engine) keepConflict(p journal.Entry, m *store.Memory, reason string) error {
 	c, err := e.conflicts.Add(Conflict{StoreID: e.opts.StoreID, Path: p.Path, LocalSHA: store.SHA256Hex(string(p.Content)),
 		StoreSHA: m.ContentSHA256, StoreMemoryID: m.ID, Reason: reason}, p.Content)
 	fields := logrus.Fields{"path": p.Path, "local_sha256": c.LocalSHA, "store_sha256": m.ContentSHA256}
@@ -334,7 +335,7 @@ func (e *Engine) resolve(ctx context.Context, memoryID string) error {
 // whole-store guard), settling the pending delete.
 //
 // REQUIRES: e.syncMu held.
-func (e *Engine) restore(ctx context.Context, d Entry) error {
+func (e *Engine) restore(ctx context.Context, d journal.Entry) error {
 	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, d.Origin)
 	if errors.Is(err, store.ErrNotFound) {
 		e.confirm(d, "", "", d.Path)

@@ -23,6 +23,7 @@ import (
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/store/server/servertest"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // The merge tests run the real engine against the real store service
@@ -498,7 +499,7 @@ func (e *mgEnv) sync(deletes, waive bool) SyncResult {
 	return e.eng.SyncNow(e.ctx(), deletes, waive)
 }
 
-func (e *mgEnv) pending() []Entry { return e.eng.journal.Pending() }
+func (e *mgEnv) pending() []journal.Entry { return e.eng.journal.Pending() }
 
 func (e *mgEnv) conflicts() []Conflict {
 	e.t.Helper()

@@ -29,6 +29,7 @@ import (
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/syncqueue/journal"
 	"github.com/memfs/memfs/test/harness"
 	"github.com/memfs/memfs/worker"
 )
@@ -490,7 +491,7 @@ func (r *rnd) logJournal() {
 	if r.stateDir == "" {
 		return
 	}
-	j, err := syncqueue.Open(syncqueue.JournalDir(r.stateDir, r.storeID), syncqueue.Options{Log: r.log})
+	j, err := journal.Open(syncqueue.JournalDir(r.stateDir, r.storeID), journal.Options{Log: r.log})
 	if err != nil {
 		r.t.Logf("open the journal: %v", err)
 		return

@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // LeftJournal is a store's journal with changes not yet confirmed by the
@@ -28,7 +29,7 @@ func LeftJournals(stateDir string) []LeftJournal {
 	var out []LeftJournal
 	for _, e := range ents {
 		dir := syncqueue.JournalDir(stateDir, e.Name())
-		j, err := syncqueue.Open(dir, syncqueue.Options{Log: logrus.New()})
+		j, err := journal.Open(dir, journal.Options{Log: logrus.New()})
 		if err != nil {
 			continue // locked by a live mount, or damaged (Open logged it)
 		}

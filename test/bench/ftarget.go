@@ -39,7 +39,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
-	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // fopts are the F measures' own flags (main parses them).
@@ -193,7 +193,7 @@ func newMemfs(seeds []seed) (_ *target, err error) {
 		return nil, err
 	}
 	undo.add(func() error { return os.RemoveAll(state) })
-	j, err := syncqueue.Open(filepath.Join(state, "journal"), syncqueue.Options{})
+	j, err := journal.Open(filepath.Join(state, "journal"), journal.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func newMemfs(seeds []seed) (_ *target, err error) {
 
 // journalAdapter is the tree's view of the journal (what syncqueue's
 // engine passes): the record's LSN is dropped.
-type journalAdapter struct{ j *syncqueue.Journal }
+type journalAdapter struct{ j *journal.Journal }
 
 func (a journalAdapter) Put(fileID, path string, content []byte) error {
 	_, err := a.j.Put(fileID, path, content)

@@ -1,4 +1,4 @@
-package syncqueue
+package journal
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package syncqueue
+package journal
 
 import "golang.org/x/sys/unix"
 
