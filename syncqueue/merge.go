@@ -106,7 +106,7 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 		// resolved now or it would be refused for ever.
 		if ours && local && pending && !p.Deleted && p.Origin == memoryID && p.BaseSHA != m.ContentSHA256 {
 			// A newer local change was made on top of our own write.
-			if _, err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
+			if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
 				log.WithError(err).Error("could not rebase a pending change in the journal")
 			}
 			ms.agree(fileID, m)
@@ -134,7 +134,7 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 			e.treeApply(fs.Change{FileID: fileID, Deleted: true})
 		default:
 			// Changed here, deleted there: the local file is the only copy.
-			if _, err := e.journal.Rebase(fileID, "", ""); err != nil {
+			if err := e.journal.Rebase(fileID, "", ""); err != nil {
 				log.WithError(err).Error("could not journal the re-creation of a memory deleted in the store")
 				return nil
 			}
@@ -156,7 +156,7 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 					// Our own create, whose answer was lost, and the file
 					// changed again since: the newer content goes up on top
 					// of it, as an update of that memory.
-					if _, err := e.journal.Rebase(id, m.ID, m.ContentSHA256); err != nil {
+					if err := e.journal.Rebase(id, m.ID, m.ContentSHA256); err != nil {
 						log.WithError(err).Error("could not rebase a pending change in the journal")
 					}
 					ms.agree(id, m)

@@ -57,17 +57,31 @@ func (j *Journal) Sync() error {
 	return nil
 }
 
+// compactRetry is how soon a failed compaction is tried again when the
+// journal needs one to save its state or to give room back (a full disk),
+// without waiting for the next write.
+const compactRetry = time.Second
+
 // run is the owner goroutine: after a write it waits GroupCommit, then
-// fdatasyncs everything written so far and compacts if that pays. It exits
-// when Close cancels ctx, after the final fdatasync and the release of the
-// file and the lock.
+// fdatasyncs everything written so far and compacts if that pays; while
+// compactions fail it retries every compactRetry. It exits when Close
+// cancels ctx, after the final fdatasync and the release of the file and
+// the lock.
 func (j *Journal) run(ctx context.Context) {
 	defer close(j.done)
 	defer j.shutdown()
+	retry := time.NewTimer(compactRetry)
+	retry.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-retry.C:
+			if j.maybeCompact(ctx) {
+				retry.Reset(compactRetry)
+			}
+			continue
 		case <-j.kick:
 		}
 		t := time.NewTimer(j.opts.GroupCommit)
@@ -79,25 +93,29 @@ func (j *Journal) run(ctx context.Context) {
 		}
 		// A failure is logged and made sticky by Sync itself.
 		_ = j.Sync()
-		j.maybeCompact(ctx)
+		if j.maybeCompact(ctx) {
+			retry.Reset(compactRetry)
+		}
 	}
 }
 
 // maybeCompact compacts if that pays, logging a failing streak once and its
-// end once rather than every attempt.
-func (j *Journal) maybeCompact(ctx context.Context) {
+// end once rather than every attempt. It reports whether the compaction
+// failed and must be retried.
+func (j *Journal) maybeCompact(ctx context.Context) (retry bool) {
 	err := j.compact(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
 	case err != nil && !j.compactFailing:
 		j.compactFailing = true
-		j.log.WithError(err).Warn("journal compaction failed; the journal keeps growing until it works (retried after later writes)")
+		j.log.WithError(err).Warn("journal compaction failed; the journal keeps growing until it works (retried every second)")
 	case err != nil:
 		j.log.WithError(err).Debug("journal compaction failed again")
 	case j.compactFailing:
 		j.compactFailing = false
 		j.log.Info("journal compaction works again")
 	}
+	return err != nil && ctx.Err() == nil
 }
 
 // shutdown runs as the owner goroutine exits: final fdatasync, close the

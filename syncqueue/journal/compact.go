@@ -6,17 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/memfs/memfs/store/durable"
 )
 
 // shouldCompactLocked reports whether rewriting the journal as one record per
 // pending entry pays: the file is over max(CompactMinBytes, 2 × a compacted
-// journal), or it holds records while nothing is pending.
+// journal), or it holds records while nothing is pending, or the state
+// in memory holds bookkeeping that could not be written (unsaved).
 //
 // REQUIRES: j.mu held.
 func (j *Journal) shouldCompactLocked() bool {
 	if j.closed || j.err != nil {
 		return false
+	}
+	if j.unsaved {
+		return true
 	}
 	if len(j.st.pending) == 0 {
 		return j.size > headerLen
@@ -24,16 +29,27 @@ func (j *Journal) shouldCompactLocked() bool {
 	return j.size > max(j.opts.CompactMinBytes, 2*(headerLen+j.st.liveBytes))
 }
 
-// compact rewrites the journal as the header plus one record per pending
-// entry, in two phases (see "Compaction" in the package doc). It is called
-// only by the owner goroutine, or by Open before that starts, so two
-// compactions never overlap. A failure before the rename leaves the old
-// journal in use and removes journal.tmp.
-func (j *Journal) compact(ctx context.Context) (err error) {
+// compact compacts if that pays. Compactions are serialised by compactMu
+// (the owner goroutine's, Open's, and Append's when it needs room).
+func (j *Journal) compact(ctx context.Context) error {
+	j.compactMu.Lock()
+	defer j.compactMu.Unlock()
+	return j.compactOnce(ctx, false)
+}
+
+// compactOnce rewrites the journal as the header plus one record per
+// pending entry, in two phases (see "Compaction" in the package doc);
+// with force, whenever that makes the file smaller. A failure before the
+// rename leaves the old journal in use and removes journal.tmp. When
+// nothing is pending and there is no room for journal.tmp, the journal
+// is cut back to its header in place instead.
+//
+// REQUIRES: j.compactMu held.
+func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 	// Phase 1, under the lock: snapshot. Records are immutable once
 	// encoded, so the slices stay valid after the lock is released.
 	j.mu.Lock()
-	if !j.shouldCompactLocked() {
+	if !j.shouldCompactLocked() && !(force && j.size > headerLen+j.st.liveBytes && !j.closed && j.err == nil) {
 		j.mu.Unlock()
 		return nil
 	}
@@ -41,14 +57,19 @@ func (j *Journal) compact(ctx context.Context) (err error) {
 	for _, e := range j.st.sortedPending() {
 		recs = append(recs, e.rec)
 	}
-	baseLSN, snapEnd, old := j.st.lastLSN, j.size, j.f
+	baseLSN, snapEnd, old, snapUnwritten, hook := j.st.lastLSN, j.size, j.f, j.unwritten, j.testHookWrite
 	j.mu.Unlock()
+	if hook != nil {
+		if err := hook(nil); err != nil {
+			return j.truncateIfEmpty(fmt.Errorf("compact %s: %w", j.path, err))
+		}
+	}
 
 	// Phase 1, unlocked: write and fsync journal.tmp.
 	tmpPath := j.path + ".tmp"
 	tmp, err := os.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("compact %s: %w", j.path, err)
+		return j.truncateIfEmpty(fmt.Errorf("compact %s: %w", j.path, err))
 	}
 	committed := false
 	defer func() {
@@ -61,12 +82,12 @@ func (j *Journal) compact(ctx context.Context) (err error) {
 	size := int64(0)
 	for _, b := range append([][]byte{encodeHeader(baseLSN)}, recs...) {
 		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err)
+			return j.truncateIfEmpty(fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err))
 		}
 		size += int64(len(b))
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err)
+		return j.truncateIfEmpty(fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err))
 	}
 	if err := tmp.Sync(); err != nil {
 		return fmt.Errorf("compact %s: fsync %s: %w", j.path, tmpPath, err)
@@ -85,7 +106,12 @@ func (j *Journal) compact(ctx context.Context) (err error) {
 		return nil
 	}
 	if j.f != old {
-		return errors.New("syncqueue: journal file replaced during compaction")
+		return errors.New("journal: file replaced during compaction")
+	}
+	if j.unwritten != snapUnwritten {
+		// Bookkeeping taken in memory only during phase 1 is in no
+		// record of journal.tmp: it needs another compaction.
+		return errors.New("journal: state changed in memory during compaction; compacting again")
 	}
 	if tailLen := j.size - snapEnd; tailLen > 0 {
 		tail := make([]byte, tailLen)
@@ -107,47 +133,31 @@ func (j *Journal) compact(ctx context.Context) (err error) {
 	committed = true
 	j.f, j.size = tmp, size
 	old.Close()
-	if err := syncDir(j.dir); err != nil {
+	if err := durable.SyncDir(j.dir); err != nil {
 		return j.failLocked(fmt.Errorf("compact %s: fsync directory after rename: %w", j.path, err))
 	}
 	j.syncedLSN = j.st.lastLSN
+	j.unsaved = false
 	return nil
 }
 
-// writeFileAtomic makes path hold data durably or not at all: tmp → fsync →
-// rename → fsync dir. It uses path+".tmp", which Open clears.
-func writeFileAtomic(path string, data []byte) error {
-	tmpPath := path + ".tmp"
-	f, err := os.OpenFile(tmpPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+// truncateIfEmpty is compaction's way out of a full disk when nothing is
+// pending: the journal is cut back to its header in place (ftruncate
+// needs no room; a crash leaves the old records, whose replay re-uploads
+// what the store already holds, which its preconditions recognise).
+// Otherwise it returns err.
+func (j *Journal) truncateIfEmpty(err error) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed || j.err != nil || len(j.st.pending) != 0 {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	if terr := j.f.Truncate(headerLen); terr != nil {
+		return errors.Join(err, terr)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if serr := fdatasync(int(j.f.Fd())); serr != nil {
+		return j.failLocked(fmt.Errorf("fdatasync journal %s after cutting it to its header: %w", j.path, serr))
 	}
-	if err == nil {
-		err = os.Rename(tmpPath, path)
-	}
-	if err != nil {
-		os.Remove(tmpPath)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs a directory, making renames and creations in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	j.size, j.syncedLSN, j.unsaved = headerLen, j.st.lastLSN, false
+	return nil
 }

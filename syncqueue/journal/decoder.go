@@ -14,6 +14,9 @@ type damage struct {
 	reason string
 }
 
+// Range is a byte range [From, To) of a journal file.
+type Range struct{ From, To int64 }
+
 // scanResult is what scanning a journal image found.
 type scanResult struct {
 	baseLSN uint64
@@ -24,6 +27,16 @@ type scanResult struct {
 	torn *damage
 	// records is the number of intact records.
 	records int
+	// lost are the damaged ranges that were skipped: corruption before
+	// the tail (see "Damage" in the package doc), each with the first
+	// check that failed in it.
+	lost []lostRange
+}
+
+// lostRange is a damaged range and why its first byte failed.
+type lostRange struct {
+	Range
+	reason string
 }
 
 // errVersion wraps ErrUnsupportedVersion with the version found.
@@ -55,59 +68,113 @@ func decodeHeader(b []byte) (uint64, error) {
 func (d *damage) Error() string { return fmt.Sprintf("offset %d: %s", d.off, d.reason) }
 
 // scan decodes the journal image b, calling fn for each intact record in
-// order with the record and its raw framed bytes (a subslice of b). It stops
-// at the first damage: a torn tail (see the package doc for the exact rules)
-// is reported in the result; corruption, or an error from fn, is returned as
-// a *damage.
+// order with the record and its raw framed bytes (a subslice of b). A torn
+// tail (see the package doc for the exact rules) ends the scan and is
+// reported in the result. Anything else that fails a check — a damaged
+// header, a record whose checks fail with more data after it, a record
+// fn refuses (an impossible LSN or confirmation) — is skipped: the scan
+// resynchronises on the next offset where a whole record passes every
+// check, and the skipped bytes are reported in res.lost. The only error
+// is a header naming a version this code does not know (errVersion).
 func scan(b []byte, fn func(r *record, raw []byte) error) (scanResult, error) {
 	var res scanResult
 	base, err := decodeHeader(b)
-	if err != nil {
-		return res, err
-	}
-	res.baseLSN = base
 	off := headerLen
+	switch {
+	case errors.As(err, new(errVersion)):
+		return res, err
+	case err != nil:
+		d, _ := asDamage(err)
+		if len(b) <= headerLen {
+			if len(b) > 0 {
+				res.lost = append(res.lost, lostRange{Range{0, int64(len(b))}, d.reason})
+			}
+			res.end = int64(len(b))
+			return res, nil
+		}
+		next := resync(b, headerLen)
+		res.lost = append(res.lost, lostRange{Range{0, int64(next)}, d.reason})
+		off = next
+	default:
+		res.baseLSN = base
+	}
 	for off < len(b) {
-		rest := b[off:]
-		if len(rest) < frameHeaderLen {
-			return torn(res, off, fmt.Sprintf("%d bytes at end of file, less than a record header", len(rest)))
+		r, total, d := frameAt(b, off)
+		if d != nil && d.torn {
+			return torn(res, off, d.reason)
 		}
-		n := binary.LittleEndian.Uint32(rest[0:])
-		if crc32c(rest[0:4]) != binary.LittleEndian.Uint32(rest[4:]) {
-			if allZero(rest[frameHeaderLen:]) {
-				if allZero(rest) {
-					return torn(res, off, fmt.Sprintf("%d zero bytes at end of file", len(rest)))
-				}
-				return torn(res, off, "partly written record header at end of file")
+		if d == nil {
+			if err := fn(r, b[off:off+total]); err != nil {
+				d = &frameDamage{reason: err.Error()}
 			}
-			return res, &damage{int64(off), "record length check mismatch, followed by more data"}
 		}
-		if n == 0 || n > maxRecordLen {
-			return res, &damage{int64(off), fmt.Sprintf("record length %d out of range", n)}
-		}
-		total := frameHeaderLen + int(n)
-		if total > len(rest) {
-			return torn(res, off, fmt.Sprintf("record of %d bytes runs past end of file (%d bytes left)", total, len(rest)))
-		}
-		body := rest[frameHeaderLen:total]
-		if crc32c(body) != binary.LittleEndian.Uint32(rest[8:]) {
-			if allZero(rest[total:]) {
-				return torn(res, off, "checksum mismatch in the last record")
-			}
-			return res, &damage{int64(off), "record checksum mismatch, followed by more data"}
-		}
-		r, err := decodeBody(body)
-		if err != nil {
-			return res, &damage{int64(off), err.Error()}
-		}
-		if err := fn(r, rest[:total]); err != nil {
-			return res, &damage{int64(off), err.Error()}
+		if d != nil {
+			next := resync(b, off+1)
+			res.lost = append(res.lost, lostRange{Range{int64(off), int64(next)}, d.reason})
+			off = next
+			continue
 		}
 		res.records++
 		off += total
 	}
 	res.end = int64(off)
 	return res, nil
+}
+
+// frameDamage is why the bytes at an offset are not a record; torn when
+// they are the torn tail a crash mid-append leaves.
+type frameDamage struct {
+	reason string
+	torn   bool
+}
+
+// frameAt decodes the record at b[off:], applying the torn-tail rules.
+func frameAt(b []byte, off int) (*record, int, *frameDamage) {
+	rest := b[off:]
+	if len(rest) < frameHeaderLen {
+		return nil, 0, &frameDamage{fmt.Sprintf("%d bytes at end of file, less than a record header", len(rest)), true}
+	}
+	n := binary.LittleEndian.Uint32(rest[0:])
+	if crc32c(rest[0:4]) != binary.LittleEndian.Uint32(rest[4:]) {
+		if allZero(rest[frameHeaderLen:]) {
+			if allZero(rest) {
+				return nil, 0, &frameDamage{fmt.Sprintf("%d zero bytes at end of file", len(rest)), true}
+			}
+			return nil, 0, &frameDamage{"partly written record header at end of file", true}
+		}
+		return nil, 0, &frameDamage{reason: "record length check mismatch, followed by more data"}
+	}
+	if n == 0 || n > maxRecordLen {
+		return nil, 0, &frameDamage{reason: fmt.Sprintf("record length %d out of range", n)}
+	}
+	total := frameHeaderLen + int(n)
+	if total > len(rest) {
+		return nil, 0, &frameDamage{fmt.Sprintf("record of %d bytes runs past end of file (%d bytes left)", total, len(rest)), true}
+	}
+	body := rest[frameHeaderLen:total]
+	if crc32c(body) != binary.LittleEndian.Uint32(rest[8:]) {
+		if allZero(rest[total:]) {
+			return nil, 0, &frameDamage{"checksum mismatch in the last record", true}
+		}
+		return nil, 0, &frameDamage{reason: "record checksum mismatch, followed by more data"}
+	}
+	r, err := decodeBody(body)
+	if err != nil {
+		return nil, 0, &frameDamage{reason: err.Error()}
+	}
+	return r, total, nil
+}
+
+// resync returns the first offset at or after from where a whole record
+// passes its checks (both CRCs and the decoder), or len(b). Two CRC-32Cs
+// over independent bytes make a false match about a 2^-64 event.
+func resync(b []byte, from int) int {
+	for off := from; off+frameHeaderLen <= len(b); off++ {
+		if _, _, d := frameAt(b, off); d == nil {
+			return off
+		}
+	}
+	return len(b)
 }
 
 func torn(res scanResult, off int, reason string) (scanResult, error) {

@@ -47,7 +47,7 @@
 //	lock                   flock(LOCK_EX|LOCK_NB) held while open; holds the owner's pid
 //	journal                the append-only journal described below
 //	journal.tmp            a compaction in progress; removed at Open (the journal is intact)
-//	journal.corrupt-<unix> a journal that failed its checksums, moved aside for a human
+//	journal.corrupt-<unix> a copy of a damaged journal, kept for a human (see Damage)
 //
 // # File format (version 1)
 //
@@ -120,12 +120,53 @@
 // by more non-zero data, a length over 64 MiB, a CRC-valid record that does
 // not parse, an unknown type, an LSN not greater than the previous one, a
 // CONFIRM of a state that was never recorded, a damaged file header — is
-// corruption: Open moves the file aside to journal.corrupt-<unix time>, logs
-// an error, and returns a *CorruptError (errors.Is(err, ErrCorrupt)). Records
-// are never skipped silently; the moved file keeps every byte for a human or
-// a repair tool. A journal whose header names a version this code does not
-// know is left in place and Open returns ErrUnsupportedVersion.
+// damage, and Open salvages around it rather than give up every record
+// for one bad byte. Records are whole-file states carrying their own base
+// (the upload's precondition), so replaying every intact one is safe: a
+// stale state becomes a conflict in the store's favour, never an
+// overwrite. Precisely:
 //
+//   - the scan skips the damaged bytes and resynchronises on the next
+//     offset where a whole record passes both CRCs and decodes (a false
+//     match is a 2^-64 event), then goes on; a record the replay refuses
+//     (an impossible LSN or confirmation) is skipped the same way;
+//   - every record that passed is replayed, before and after the damage;
+//   - a copy of the damaged file is kept, byte for byte, as
+//     journal.corrupt-<unix time> (written durably before anything else
+//     changes), the journal is rewritten as the salvaged state, and one
+//     error names the byte ranges lost and the copy; Journal.Damage
+//     reports the same, and memfs status lists the copies until a human
+//     removes them.
+//
+// A journal of zero bytes (or only zeros) lost everything by definition
+// (the journal is created with its header by tmp, fsync, rename, so a
+// crash can't leave one): it is reported exactly like damage. A journal
+// whose header names a version this code does not know is left in place
+// and Open returns ErrUnsupportedVersion. testdata/journal-v1 is a journal
+// written by version 1, decoded by every later version's tests.
+//
+// # Space
+//
+// A full disk must not wedge the journal: the records that shrink it (the
+// store's confirmations) and the compaction that frees its history both
+// need room to be written. So:
+//
+//   - Append writes a change only if, after it, the directory still has
+//     room for one compaction of the pending state plus 64 KiB (statfs);
+//     when it has not, it compacts first if the file's history is what
+//     takes the room, and otherwise refuses with ErrNoSpace (which also
+//     matches syscall.ENOSPC), writing nothing;
+//   - a confirmation, a rebase, or the delete of a memory nobody has (the
+//     sync engine's bookkeeping) that can't be written still takes effect
+//     in memory: losing one loses no local content, because a replay
+//     re-uploads a state the store already holds, and the upload's
+//     precondition recognises it. The state is then unsaved, and the
+//     owner goroutine compacts (which writes the state as it is) every
+//     second until that works;
+//   - with nothing pending, a compaction that can't write journal.tmp cuts
+//     the journal back to its header in place (ftruncate needs no room).
+//
+// # Compaction
 // # Compaction
 //
 // The journal is bounded by the pending state, not by history: when the file
@@ -141,15 +182,15 @@
 //
 // # Concurrency
 //
-// A Journal is safe for concurrent use. It has one mutex, Journal.mu, which
-// guards all state. It is held across write(2) (microseconds; keeps file
-// order = LSN order and lets a failed append be cut off again), across the
-// short second phase of a compaction (copy of the records appended during
-// the first phase, one fsync, rename, directory fsync), and while logging a
-// fail-stop error; it is not held across the group-commit or Sync
-// fdatasync, nor the first compaction phase. Compactions never overlap:
-// only the owner goroutine (or Open, before starting it) runs one. There is
-// no second mutex, so there is no lock order to get wrong; callers must not
-// call the Journal from a logrus hook. The directory's flock is a separate,
-// process-level lock taken first in Open and released last in Close.
+// A Journal is safe for concurrent use. Journal.mu guards all state. It is
+// held across write(2) (microseconds; keeps file order = LSN order and lets
+// a failed append be cut off again), across the short second phase of a
+// compaction (copy of the records appended during the first phase, one
+// fsync, rename, directory fsync), and while logging a fail-stop error; it
+// is not held across the group-commit or Sync fdatasync, nor the first
+// compaction phase. Journal.compactMu serialises compactions (the owner
+// goroutine's, Open's, and Append's when it needs room); lock order:
+// compactMu, then mu, never the reverse. Callers must not call the Journal
+// from a logrus hook. The directory's flock is a separate, process-level
+// lock taken first in Open and released last in Close.
 package journal

@@ -2,14 +2,9 @@ package journal
 
 import (
 	"errors"
-	"fmt"
 )
 
 var (
-	// ErrCorrupt is matched (errors.Is) by the *CorruptError Open returns when
-	// the journal fails a check before its tail. The file has been moved aside.
-	ErrCorrupt = errors.New("journal corrupt")
-
 	// ErrUnsupportedVersion is returned by Open for a journal written by a
 	// format version this code does not know. The file is left in place.
 	ErrUnsupportedVersion = errors.New("unsupported journal version")
@@ -30,23 +25,28 @@ var (
 	ErrTooLarge = errors.New("content too large for the journal")
 )
 
-// CorruptError describes a journal that failed a check before its tail.
-// errors.Is(err, ErrCorrupt) holds for it.
-type CorruptError struct {
-	Path    string // the journal as it was found
-	MovedTo string // where it was moved aside ("" if the move failed)
-	Offset  int64  // byte offset of the damaged header or record
-	Reason  string // what check failed
+// Damage describes a journal that Open found damaged before its tail and
+// salvaged: every record whose checks passed, before and after the damage,
+// was replayed; the bytes in Lost were not. The damaged file is kept, byte
+// for byte, at KeptAt for a human (see "Damage" in the package doc).
+type Damage struct {
+	Path    string  // the journal as it was found
+	KeptAt  string  // a copy of the damaged file ("" if it could not be written)
+	Lost    []Range // the damaged byte ranges, skipped
+	Reason  string  // the first check that failed
+	Records int     // intact records replayed
+	Size    int64   // the damaged file's size
 }
 
-func (e *CorruptError) Error() string {
-	moved := "could not be moved aside"
-	if e.MovedTo != "" {
-		moved = "moved aside to " + e.MovedTo
+// LostBytes is the total size of the lost ranges.
+func (d Damage) LostBytes() int64 {
+	var n int64
+	for _, r := range d.Lost {
+		n += r.To - r.From
 	}
-	return fmt.Sprintf("journal %s is corrupt at offset %d (%s); %s; its pending changes were not replayed",
-		e.Path, e.Offset, e.Reason, moved)
+	return n
 }
 
-// Is makes errors.Is(err, ErrCorrupt) true.
-func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+// DamagedPrefix begins the name of every copy of a damaged journal kept in
+// a journal directory: journal.corrupt-<unix time>[-N].
+const DamagedPrefix = journalFileName + ".corrupt-"

@@ -63,7 +63,7 @@ func TestVersion1Fixture(t *testing.T) {
 	}
 	opts, _ := testOpts()
 	j := open(t, dir, opts)
-	if d := []int{}; len(d) != 0 {
+	if d := j.Damage(); d != nil {
 		t.Fatalf("the version 1 fixture reads as damaged: %+v", d)
 	}
 	type got struct {

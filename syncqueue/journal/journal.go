@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store/durable"
 )
 
 // journalFileName is the journal inside its directory.
@@ -28,10 +31,15 @@ type Journal struct {
 	// The owner goroutine (run): group commit, compaction, and on exit the
 	// final fdatasync and release of the file and the lock.
 	kick   chan struct{} // buffered(1): a record was written
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the owner goroutine has exited
 
-	// mu is the only mutex. Everything below is GUARDED_BY(mu).
+	// compactMu serialises compactions (the owner goroutine's, Open's,
+	// and Append's when it needs room). Taken before mu, never after.
+	compactMu sync.Mutex
+
+	// mu guards the state. Everything below is GUARDED_BY(mu).
 	mu        sync.Mutex
 	st        state
 	f         *os.File // the journal, O_APPEND; replaced by compaction
@@ -40,12 +48,26 @@ type Journal struct {
 	err       error    // sticky failure: the journal is fail-stop
 	closed    bool     // Close was called
 	closeErr  error    // result of the final sync/close, set before done closes
+	// unsaved: bookkeeping records took effect in memory but could not be
+	// written (a full disk); a compaction must write the state.
+	unsaved bool
+	// unwritten counts those records, so a compaction can tell whether
+	// one came while it was writing.
+	unwritten uint64
+	// noSpace: the last change was refused, or a record not written,
+	// for want of space; cleared by the next change written.
+	noSpace bool
+	damage  *Damage // what Open salvaged, nil for a clean journal
 
 	compactFailing bool // only the owner goroutine (and Open) use it
 
-	// testHookCompactPhase1, if set, runs between the two phases of a
-	// compaction, without the lock. Tests only.
+	// Test hooks (nil in production). testHookCompactPhase1 runs between
+	// the two phases of a compaction, without the lock; testHookWrite may
+	// fail an append or a compaction before it writes; testHookAvail
+	// replaces statfs.
 	testHookCompactPhase1 func()
+	testHookWrite         func(b []byte) error
+	testHookAvail         func() int64
 }
 
 // Open opens the journal in dir, creating the directory (0700) and the
@@ -55,9 +77,10 @@ type Journal struct {
 // It takes an exclusive flock on dir/lock (ErrLocked, naming the holder's
 // pid, if another process or Journal holds it), removes a leftover
 // journal.tmp, cuts a torn tail off with a warning, and compacts the journal
-// if that pays. A journal failing a check before its tail is moved aside and
-// Open returns a *CorruptError (errors.Is(err, ErrCorrupt)); the next Open
-// starts an empty journal. Open starts the goroutine that Close stops.
+// if that pays. A journal damaged before its tail is salvaged: every
+// record that passes its checks is replayed, the damaged file is kept as
+// journal.corrupt-<unix time>, an error names the bytes lost, and Damage
+// reports it. Open starts the goroutine that Close stops.
 func Open(dir string, opts Options) (*Journal, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -70,46 +93,45 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	j := &Journal{
-		dir:  dir,
-		path: filepath.Join(dir, journalFileName),
-		opts: opts,
-		log:  opts.Log.WithField("journal", dir),
-		lock: lk,
-		kick: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		dir:    dir,
+		path:   filepath.Join(dir, journalFileName),
+		opts:   opts,
+		log:    opts.Log.WithField("journal", dir),
+		lock:   lk,
+		kick:   make(chan struct{}, 1),
+		ctx:    ctx,
+		cancel: cancel,
+		done:   make(chan struct{}),
 	}
 	if err := j.load(); err != nil {
+		cancel()
 		if j.f != nil {
 			j.f.Close()
 		}
 		lk.release()
 		return nil, err
 	}
-	if err := j.compact(context.Background()); err != nil {
+	if err := j.compact(ctx); err != nil {
 		j.log.WithError(err).Warn("could not compact the journal after replay; will retry")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	j.cancel = cancel
 	go j.run(ctx)
 	return j, nil
 }
 
-// load reads and replays the journal file, repairing a torn tail, and opens
-// it for appending. Called by Open before any other goroutine can see j.
+// load reads and replays the journal file, repairing a torn tail and
+// salvaging damage, and opens it for appending. Called by Open before any
+// other goroutine can see j.
 func (j *Journal) load() error {
 	if err := removeLeftoverTmp(j.path+".tmp", j.log); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(j.path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || (err == nil && allZero(b)):
-		if err == nil {
-			// No record is all zeros, so there is nothing to lose.
-			j.log.WithField("bytes", len(b)).Warn("journal holds only zeros (created, then a crash before its header reached the disk); starting it anew")
-		}
+	case errors.Is(err, fs.ErrNotExist):
 		b = encodeHeader(0)
-		if err := writeFileAtomic(j.path, b); err != nil {
+		if err := durable.WriteFile(j.path, b, 0o600); err != nil {
 			return fmt.Errorf("create journal %s: %w", j.path, err)
 		}
 	case err != nil:
@@ -122,12 +144,12 @@ func (j *Journal) load() error {
 		if r.lsn <= prev {
 			return fmt.Errorf("%v record lsn %d is not greater than the previous record's %d", r.typ, r.lsn, prev)
 		}
+		if err := st.apply(r, raw); err != nil {
+			return err
+		}
 		prev = r.lsn
-		return st.apply(r, raw)
+		return nil
 	})
-	if d, ok := asDamage(err); ok {
-		return moveAside(j.dir, j.path, d, j.log)
-	}
 	if err != nil {
 		return fmt.Errorf("open journal %s: %w", j.path, err)
 	}
@@ -138,6 +160,12 @@ func (j *Journal) load() error {
 		if !e.Deleted {
 			e.Content = putContent(e.rec, len(e.Content))
 		}
+	}
+	if len(b) == 0 {
+		res.lost = []lostRange{{Range{0, 0}, "the journal is empty (0 bytes): it was truncated, and whatever it held is lost"}}
+	}
+	if len(res.lost) > 0 {
+		return j.salvage(b, st, res)
 	}
 
 	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND, 0o600)
@@ -161,118 +189,56 @@ func (j *Journal) load() error {
 	return nil
 }
 
-// Put records the whole new content of a file (at close or fsync of a
-// changed file) and returns the record's LSN. The state is made against
-// the file's known base: its pending entry's Origin/BaseSHA, else the base
-// set by SetBase or a Confirm, else none (a create). A rename is a Put with
-// the new path. Put returns once the record is written (write(2)); see
-// "Durability" in the package doc. content is copied.
-func (j *Journal) Put(fileID, path string, content []byte) (uint64, error) {
-	if fileID == "" {
-		return 0, errors.New("syncqueue: Put with an empty file id")
+// salvage replaces a damaged journal (image b) by one holding st, the
+// state its intact records replay to, after keeping a copy of b.
+func (j *Journal) salvage(b []byte, st state, res scanResult) error {
+	d := &Damage{Path: j.path, Reason: res.lost[0].reason, Records: res.records, Size: int64(len(b))}
+	for _, l := range res.lost {
+		d.Lost = append(d.Lost, l.Range)
 	}
-	if len(content) > j.opts.MaxContentBytes {
-		return 0, fmt.Errorf("put %s: %w (%d bytes, limit %d)", path, ErrTooLarge, len(content), j.opts.MaxContentBytes)
+	kept, err := keepDamaged(j.path, b)
+	if err != nil {
+		return fmt.Errorf("journal %s is damaged (%s) and a copy of it could not be kept (%w); it is left as it is: free space in the state dir and mount again", j.path, d.Reason, err)
 	}
-	if content == nil {
-		content = []byte{}
+	d.KeptAt = kept
+	img := encodeHeader(st.lastLSN)
+	for _, e := range st.sortedPending() {
+		img = append(img, e.rec...)
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	b := j.st.baseOf(fileID)
-	return j.recordLocked(&record{typ: recPut, fileID: fileID, origin: b.MemoryID, baseSHA: b.SHA, path: path, content: content})
+	if err := durable.WriteFile(j.path, img, 0o600); err != nil {
+		return fmt.Errorf("journal %s is damaged and the salvaged journal could not be written: %w (the damaged file is kept at %s)", j.path, err, kept)
+	}
+	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	j.f = f
+	j.st, j.size, j.syncedLSN, j.damage = st, int64(len(img)), st.lastLSN, d
+	ranges := make([]string, len(d.Lost))
+	for i, r := range d.Lost {
+		ranges[i] = fmt.Sprintf("%d-%d", r.From, r.To)
+	}
+	j.log.WithFields(logrus.Fields{
+		"lost_bytes":      d.LostBytes(),
+		"lost_ranges":     strings.Join(ranges, ","),
+		"reason":          d.Reason,
+		"records_kept":    d.Records,
+		"pending_kept":    len(st.pending),
+		"damaged_copy_at": kept,
+	}).Error("JOURNAL DAMAGED: the records that passed their checks were replayed and will be uploaded; the bytes in lost_ranges were not readable, and changes recorded only there are lost; the damaged file is kept for a human")
+	return nil
 }
 
-// Delete records that a file was removed and returns the record's LSN. For
-// a file that derives from a memory the pending state becomes a delete of
-// it; for a file never uploaded the pending entry is dropped (a file created
-// and removed between two flushes never reaches the store) — unless its
-// upload was already in flight, in which case the Confirm that follows
-// turns into a pending delete of the memory the upload created.
-func (j *Journal) Delete(fileID, path string) (uint64, error) {
-	if fileID == "" {
-		return 0, errors.New("syncqueue: Delete with an empty file id")
-	}
+// Damage reports what Open salvaged from a damaged journal (nil when the
+// journal was intact).
+func (j *Journal) Damage() *Damage {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	b := j.st.baseOf(fileID)
-	return j.recordLocked(&record{typ: recDelete, fileID: fileID, origin: b.MemoryID, baseSHA: b.SHA, path: path})
-}
-
-// Confirm records that the store holds fileID's state as of record lsn: as
-// memoryID with content sha at path, or, for a delete, nothing (memoryID
-// ""). If lsn is the file's pending entry, the entry is released and
-// (memoryID, sha) becomes the file's base; if a newer entry is pending, it
-// is rebased on (memoryID, sha) so its upload carries the right
-// precondition. The flusher also uses Confirm when the store wins a
-// conflict: the local state as of lsn is settled, the store's is the base.
-//
-// It returns an error wrapping ErrNotPending, and records nothing, when no
-// entry at or after lsn is pending, or the file's state as of lsn (or a
-// later one) was confirmed already: a repeated or stale confirmation.
-func (j *Journal) Confirm(fileID string, lsn uint64, memoryID, sha, path string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.usableLocked(); err != nil {
-		return err
-	}
-	if t, ok := j.st.tombs[fileID]; ok && j.st.pending[fileID] == nil && lsn < t {
-		// The file was created, handed to the flusher, and removed while
-		// its create was in flight: the store now holds a memory of a
-		// file that no longer exists here. Delete it in turn.
-		if memoryID != "" {
-			if _, err := j.recordLocked(&record{typ: recDelete, fileID: fileID, origin: memoryID, baseSHA: sha, path: path}); err != nil {
-				return err
-			}
-		}
-		delete(j.st.tombs, fileID)
+	if j.damage == nil {
 		return nil
 	}
-	if err := j.st.checkConfirm(fileID, lsn); err != nil {
-		return fmt.Errorf("confirm %s: %w", path, err)
-	}
-	_, err := j.recordLocked(&record{typ: recConfirm, fileID: fileID, confirmed: lsn, memoryID: memoryID, sha: sha, path: path})
-	return err
-}
-
-// recordLocked assigns r the next LSN, writes it, and applies it.
-//
-// REQUIRES: j.mu held.
-func (j *Journal) recordLocked(r *record) (uint64, error) {
-	if err := j.usableLocked(); err != nil {
-		return 0, err
-	}
-	r.lsn = j.st.lastLSN + 1
-	raw := encodeRecord(r)
-	if err := j.appendLocked(raw); err != nil {
-		return 0, err
-	}
-	if err := j.st.apply(r, raw); err != nil {
-		// The caller checked; a failure here is a bug, and the file now
-		// holds a record replay would refuse.
-		return 0, j.failLocked(fmt.Errorf("syncqueue: internal error applying %v lsn %d: %w", r.typ, r.lsn, err))
-	}
-	return r.lsn, nil
-}
-
-// appendLocked writes one framed record with one write(2). If the write
-// fails, a partial record is cut off again; if even that fails, the journal
-// goes fail-stop (the next record would follow garbage).
-//
-// REQUIRES: j.mu held.
-func (j *Journal) appendLocked(raw []byte) error {
-	if _, err := j.f.Write(raw); err != nil {
-		if terr := j.f.Truncate(j.size); terr != nil {
-			return j.failLocked(fmt.Errorf("append to journal %s failed (%v) and the partial record could not be removed: %w", j.path, err, terr))
-		}
-		return fmt.Errorf("append to journal %s: %w", j.path, err)
-	}
-	j.size += int64(len(raw))
-	select {
-	case j.kick <- struct{}{}:
-	default:
-	}
-	return nil
+	d := *j.damage
+	return &d
 }
 
 // usableLocked returns why the journal can't take a call, if it can't.
@@ -323,8 +289,10 @@ func (j *Journal) Base(fileID string) (Base, bool) {
 	return b, b.MemoryID != ""
 }
 
-// Pending returns a snapshot of the pending entries in LSN order. Entry
-// Content is shared with the journal and must not be modified.
+// Pending returns a snapshot of the pending entries in LSN order, for the
+// flusher: each is marked handed out (its upload may be in flight, which
+// a delete of a never-uploaded file must then not forget; see Delete).
+// Entry Content is shared with the journal and must not be modified.
 func (j *Journal) Pending() []Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -337,6 +305,18 @@ func (j *Journal) Pending() []Entry {
 	return out
 }
 
+// Lookup returns the pending entry of one file, if any, without handing
+// it out. Content is shared and must not be modified.
+func (j *Journal) Lookup(fileID string) (Entry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e := j.st.pending[fileID]
+	if e == nil {
+		return Entry{}, false
+	}
+	return e.Entry, true
+}
+
 // Stats are figures about a journal, for status and metrics.
 type Stats struct {
 	Pending   int    // pending entries (deletes included)
@@ -344,41 +324,24 @@ type Stats struct {
 	FileBytes int64  // size of the journal file
 	LastLSN   uint64 // LSN of the last record written
 	SyncedLSN uint64 // every record up to this LSN is on stable storage
+	// NoSpace: the last change was refused, or a confirmation kept in
+	// memory only, for want of space in the journal's directory.
+	NoSpace bool
+	// Unsaved: confirmations hold in memory only until a compaction
+	// writes them (after NoSpace).
+	Unsaved bool
 }
 
 // Stats returns current figures.
 func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	s := Stats{Pending: len(j.st.pending), FileBytes: j.size, LastLSN: j.st.lastLSN, SyncedLSN: j.syncedLSN}
+	s := Stats{Pending: len(j.st.pending), FileBytes: j.size, LastLSN: j.st.lastLSN, SyncedLSN: j.syncedLSN,
+		NoSpace: j.noSpace, Unsaved: j.unsaved}
 	for _, e := range j.st.pending {
 		if e.Deleted {
 			s.Deletes++
 		}
 	}
 	return s
-}
-
-// Rebase records that a file's pending change now applies on top of
-// memory memoryID holding content sha (its upload's precondition), e.g.
-// after our own earlier upload of the file was applied although its
-// response was lost. With memoryID "" the memory is gone from the store
-// and the pending state becomes a create of the file's content at its path
-// (it is the only copy). It returns ErrNotPending when the file has no
-// pending (non-delete) entry.
-func (j *Journal) Rebase(fileID, memoryID, sha string) (uint64, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.usableLocked(); err != nil {
-		return 0, err
-	}
-	e := j.st.pending[fileID]
-	if e == nil || e.Deleted {
-		return 0, fmt.Errorf("rebase %s: %w", fileID, ErrNotPending)
-	}
-	if memoryID == "" {
-		sha = ""
-	}
-	delete(j.st.bases, fileID)
-	return j.recordLocked(&record{typ: recPut, fileID: fileID, origin: memoryID, baseSHA: sha, path: e.Path, content: append([]byte(nil), e.Content...)})
 }

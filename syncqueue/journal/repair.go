@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store/durable"
 )
 
 // This file holds what Open does about a journal that is not clean: a
@@ -47,27 +49,22 @@ func cutTornTail(f *os.File, path string, size int64, res scanResult, log logrus
 	return nil
 }
 
-// moveAside renames the corrupt journal at path to path.corrupt-<unix time>
-// (with a -N suffix if that exists), fsyncs the directory, logs an error
-// and returns the *CorruptError describing it.
-func moveAside(dir, path string, d *damage, log logrus.FieldLogger) error {
-	cerr := &CorruptError{Path: path, Offset: d.off, Reason: d.reason}
-	target := fmt.Sprintf("%s.corrupt-%d", path, time.Now().Unix())
+// keepDamaged writes b, the damaged journal at path, to
+// path.corrupt-<unix time> (with a -N suffix if that exists), durably, and
+// returns the name. The journal itself is replaced afterwards by the
+// salvaged one, so a crash in between salvages again (and keeps a second
+// copy), never loses the damaged bytes.
+func keepDamaged(path string, b []byte) (string, error) {
+	now := time.Now().Unix()
+	target := fmt.Sprintf("%s.corrupt-%d", path, now)
 	for i := 2; ; i++ {
 		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		target = fmt.Sprintf("%s.corrupt-%d-%d", path, time.Now().Unix(), i)
+		target = fmt.Sprintf("%s.corrupt-%d-%d", path, now, i)
 	}
-	entry := log.WithFields(logrus.Fields{"path": path, "offset": d.off, "reason": d.reason})
-	if err := os.Rename(path, target); err != nil {
-		entry.WithError(err).Error("JOURNAL CORRUPT and could not be moved aside; its pending changes were NOT replayed")
-		return fmt.Errorf("%w (moving it aside failed: %v)", cerr, err)
+	if err := durable.WriteFile(target, b, 0o600); err != nil {
+		return "", err
 	}
-	cerr.MovedTo = target
-	if err := syncDir(dir); err != nil {
-		entry = entry.WithError(err)
-	}
-	entry.WithField("moved_to", target).Error("JOURNAL CORRUPT: moved aside; its pending changes were NOT replayed and need a human")
-	return cerr
+	return target, nil
 }

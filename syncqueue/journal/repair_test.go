@@ -112,73 +112,92 @@ func TestBadChecksumInLastRecordIsTorn(t *testing.T) {
 	}
 }
 
-func TestCorruptionIsMovedAsideNeverSkipped(t *testing.T) {
+// A journal damaged before its tail is salvaged: every record that passes
+// its checks — before and after the damage — is replayed, the damaged bytes
+// are reported, and the damaged file is kept byte for byte.
+func TestDamageIsSalvagedNeverSkipped(t *testing.T) {
 	data, offs, _ := threeRecords(t)
+	long := string(bytes.Repeat([]byte("a version two "), 20))
+	all := map[string]string{"a": long, "b": "b version one"}
 	flip := func(off int64) func([]byte) []byte {
 		return func(b []byte) []byte { b[off] ^= 0x01; return b }
 	}
 	cases := []struct {
 		name   string
 		damage func([]byte) []byte
-		at     int64 // offset the error must name
+		at     int64             // where the first lost range begins
+		want   map[string]string // pending after the salvage
 	}{
-		{"payload byte of the first record", flip(offs[0] + 20), offs[0]},
-		{"payload byte of the middle record", flip(offs[1] + 16), offs[1]},
-		{"checksum of the first record", flip(offs[0] + 9), offs[0]},
-		{"length of the first record", flip(offs[0]), offs[0]},
-		{"high byte of the first length", func(b []byte) []byte { b[offs[0]+3] = 0x7f; return b }, offs[0]},
-		{"length check of the first record", flip(offs[0] + 5), offs[0]},
-		{"type of the first record", flip(offs[0] + 12), offs[0]},
-		{"magic", flip(1), 0},
-		{"header base lsn", flip(14), 0},
-		{"header checksum", flip(22), 0},
-		{"file shorter than its header", func(b []byte) []byte { return b[:10] }, 0},
+		{"payload byte of the first record", flip(offs[0] + 20), offs[0], all},
+		{"payload byte of the middle record", flip(offs[1] + 16), offs[1], map[string]string{"a": long}},
+		{"checksum of the first record", flip(offs[0] + 9), offs[0], all},
+		{"length of the first record", flip(offs[0]), offs[0], all},
+		{"high byte of the first length", func(b []byte) []byte { b[offs[0]+3] = 0x7f; return b }, offs[0], all},
+		{"length check of the first record", flip(offs[0] + 5), offs[0], all},
+		{"type of the first record", flip(offs[0] + 12), offs[0], all},
+		{"magic", flip(1), 0, all},
+		{"header base lsn", flip(14), 0, all},
+		{"header checksum", flip(22), 0, all},
+		{"file shorter than its header", func(b []byte) []byte { return b[:10] }, 0, map[string]string{}},
 		{"garbage after a zeroed gap", func(b []byte) []byte {
 			return append(append(b, make([]byte, 64)...), "junk that is not a record"...)
-		}, int64(len(data))},
+		}, int64(len(data)), all},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			damaged := tc.damage(bytes.Clone(data))
 			dir := withJournal(t, damaged)
 			opts, hook := testOpts()
-			_, err := Open(dir, opts)
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Open: %v, want ErrCorrupt", err)
+			j := open(t, dir, opts)
+			d := j.Damage()
+			if d == nil || len(d.Lost) == 0 || d.Lost[0].From != tc.at || d.LostBytes() <= 0 {
+				t.Fatalf("Damage() = %+v, want lost bytes from offset %d", d, tc.at)
 			}
-			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Offset != tc.at {
-				t.Fatalf("error %v: want a *CorruptError at offset %d", err, tc.at)
+			if got := pendingContents(j); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("pending after the salvage: %v, want %v", got, tc.want)
 			}
-			moved, _ := filepath.Glob(filepath.Join(dir, "journal.corrupt-*"))
-			if len(moved) != 1 || moved[0] != ce.MovedTo {
-				t.Fatalf("moved aside: %v (error says %q)", moved, ce.MovedTo)
+			kept, _ := filepath.Glob(filepath.Join(dir, DamagedPrefix+"*"))
+			if len(kept) != 1 || kept[0] != d.KeptAt {
+				t.Fatalf("kept copies: %v (Damage says %q)", kept, d.KeptAt)
 			}
-			if got, _ := os.ReadFile(moved[0]); !bytes.Equal(got, damaged) {
-				t.Fatal("the moved file does not hold the journal's bytes")
+			if got, _ := os.ReadFile(kept[0]); !bytes.Equal(got, damaged) {
+				t.Fatal("the kept copy does not hold the damaged journal's bytes")
 			}
-			if _, err := os.Stat(journalPath(dir)); !os.IsNotExist(err) {
-				t.Fatalf("journal still in place: %v", err)
-			}
-			if !hasLog(hook, logrus.ErrorLevel, "CORRUPT") {
+			if !hasLog(hook, logrus.ErrorLevel, "JOURNAL DAMAGED") {
 				t.Fatal("no error logged")
 			}
-			// The lock was released; the next Open starts empty and the
-			// moved file stays for a human.
-			j := open(t, dir, opts)
-			if p := j.Pending(); len(p) != 0 {
-				t.Fatalf("pending after the move: %+v", p)
+			// The salvaged journal is a clean one: the next Open finds the
+			// same pending state and no damage; the copy stays for a human.
+			want := j.Pending()
+			closeJ(t, j)
+			j = open(t, dir, opts)
+			if d := j.Damage(); d != nil {
+				t.Fatalf("second Open reports damage %+v", d)
 			}
-			if moved2, _ := filepath.Glob(filepath.Join(dir, "journal.corrupt-*")); len(moved2) != 1 {
-				t.Fatalf("corrupt file gone: %v", moved2)
+			if got := j.Pending(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("after reopening the salvaged journal:\n got %+v\nwant %+v", got, want)
+			}
+			if kept2, _ := filepath.Glob(filepath.Join(dir, DamagedPrefix+"*")); len(kept2) != 1 {
+				t.Fatalf("kept copies after the second Open: %v", kept2)
 			}
 		})
 	}
 }
 
-// Records with valid checksums that a live journal could not have written.
-func TestImpossibleRecordsAreCorruption(t *testing.T) {
+// pendingContents maps each pending file id to its content.
+func pendingContents(j *Journal) map[string]string {
+	out := map[string]string{}
+	for _, e := range j.Pending() {
+		out[e.FileID] = string(e.Content)
+	}
+	return out
+}
+
+// Records with valid checksums that a live journal could not have written
+// are skipped and reported; the records around them are replayed.
+func TestImpossibleRecordsAreSkipped(t *testing.T) {
 	rec := func(r record) []byte { return encodeRecord(&r) }
+	good := rec(record{typ: recPut, lsn: 20, fileID: "z", path: "/z", content: []byte("kept")})
 	cases := map[string][][]byte{
 		"lsn going backwards": {
 			rec(record{typ: recPut, lsn: 5, fileID: "a", path: "/a"}),
@@ -217,12 +236,22 @@ func TestImpossibleRecordsAreCorruption(t *testing.T) {
 	for name, recs := range cases {
 		t.Run(name, func(t *testing.T) {
 			data := encodeHeader(0)
-			for _, r := range recs {
+			bad := int64(len(data))
+			for i, r := range recs {
+				if i == len(recs)-1 {
+					bad = int64(len(data))
+				}
 				data = append(data, r...)
 			}
+			data = append(data, good...)
 			opts, _ := testOpts()
-			if _, err := Open(withJournal(t, data), opts); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Open: %v, want ErrCorrupt", err)
+			j := open(t, withJournal(t, data), opts)
+			d := j.Damage()
+			if d == nil || len(d.Lost) != 1 || d.Lost[0].From != bad {
+				t.Fatalf("Damage() = %+v, want one lost range from %d", d, bad)
+			}
+			if got := pendingContents(j); got["z"] != "kept" {
+				t.Fatalf("the intact record after the damage was not replayed: %v", got)
 			}
 		})
 	}
@@ -235,7 +264,7 @@ func TestUnsupportedVersionIsLeftInPlace(t *testing.T) {
 	dir := withJournal(t, h)
 	opts, _ := testOpts()
 	_, err := Open(dir, opts)
-	if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) {
+	if !errors.Is(err, ErrUnsupportedVersion) {
 		t.Fatalf("Open: %v", err)
 	}
 	if got, _ := os.ReadFile(journalPath(dir)); !bytes.Equal(got, h) {
@@ -246,18 +275,25 @@ func TestUnsupportedVersionIsLeftInPlace(t *testing.T) {
 	}
 }
 
-// A journal that holds nothing but zeros (created, then a crash before the
-// data reached the disk) has nothing to lose: it is started anew.
-func TestAllZeroJournalStartsAnew(t *testing.T) {
+// A journal that holds nothing but zeros, or nothing at all, was damaged
+// (the journal is created with its header by tmp → fsync → rename): its
+// records are lost, and that is said as loudly as any damage.
+func TestEmptyOrZeroedJournalIsReportedLost(t *testing.T) {
 	for _, n := range []int{0, 7, headerLen, 4096} {
 		dir := withJournal(t, make([]byte, n))
-		opts, _ := testOpts()
+		opts, hook := testOpts()
 		j := open(t, dir, opts)
+		if d := j.Damage(); d == nil || d.Size != int64(n) || d.KeptAt == "" {
+			t.Fatalf("%d zero bytes: Damage() = %+v", n, d)
+		}
+		if !hasLog(hook, logrus.ErrorLevel, "JOURNAL DAMAGED") {
+			t.Fatalf("%d zero bytes: nothing logged at error level", n)
+		}
 		put(t, j, "a", "/a", "x")
 		closeJ(t, j)
 		j = open(t, dir, opts)
-		if len(j.Pending()) != 1 {
-			t.Fatalf("%d zero bytes: pending %+v", n, j.Pending())
+		if len(j.Pending()) != 1 || j.Damage() != nil {
+			t.Fatalf("%d zero bytes: after reopening pending %+v, damage %+v", n, j.Pending(), j.Damage())
 		}
 		closeJ(t, j)
 	}
