@@ -131,16 +131,12 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", abs, err)
 	}
-	n := newNotifier(root.EmbeddedInode())
+	n := newNotifier(root.EmbeddedInode(), t.log)
 	t.mu.Lock()
 	t.notify = n
 	t.mu.Unlock()
 	return &Mount{Dir: abs, Tree: t, server: server, notify: n}, nil
 }
-
-// Invalidated returns a channel closed once every kernel invalidation
-// queued so far has been sent: after it, cat and ls show the tree's state.
-func (m *Mount) Invalidated() <-chan struct{} { return m.notify.flushed() }
 
 // Wait blocks until the mount is gone (unmounted by us or by someone else).
 func (m *Mount) Wait() { m.server.Wait() }

@@ -89,17 +89,16 @@ func (n *fnode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttr
 	if mt, ok := in.GetMTime(); ok {
 		req.Mtime = &mt
 	}
+	// A size change made without a writable handle — truncate(2) by path,
+	// or open(O_RDONLY|O_TRUNC) — has no writer's close to journal it, so
+	// it is journaled now (a writer's ftruncate is journaled at its close).
+	h, ok := f.(*handle)
+	req.Journal = req.Size != nil && (!ok || !h.write)
 	a, err := n.t.SetAttr(n.ino(), req)
 	if err != nil {
 		return toErrno(err)
 	}
 	fillAttr(&out.Attr, a)
-	// A size change made without a writable handle — truncate(2) by path,
-	// or open(O_RDONLY|O_TRUNC) — has no writer's close to journal it, so
-	// it is journaled now (a writer's ftruncate is journaled at its close).
-	if h, ok := f.(*handle); req.Size != nil && (!ok || !h.write) {
-		return toErrno(n.t.Commit(n.ino()))
-	}
 	return 0
 }
 

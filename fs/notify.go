@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/sirupsen/logrus"
 )
 
 // invalidation asks the kernel to forget what it cached about a path:
@@ -25,19 +26,19 @@ type invalidation struct {
 // the goroutine drains the queue holding no lock while it calls the kernel.
 type notifier struct {
 	root *gofs.Inode
+	log  logrus.FieldLogger
 
-	mu      sync.Mutex
-	queue   []invalidation // GUARDED_BY(mu)
-	wake    chan struct{}  // capacity 1
-	stop    chan struct{}
-	done    chan struct{}
-	drained chan struct{} // closed and replaced whenever the queue empties; GUARDED_BY(mu)
+	mu    sync.Mutex
+	queue []invalidation // GUARDED_BY(mu)
+	wake  chan struct{}  // capacity 1
+	stop  chan struct{}
+	done  chan struct{}
 
 	closeOnce sync.Once
 }
 
-func newNotifier(root *gofs.Inode) *notifier {
-	n := &notifier{root: root, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), drained: make(chan struct{})}
+func newNotifier(root *gofs.Inode, log logrus.FieldLogger) *notifier {
+	n := &notifier{root: root, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go n.run()
 	return n
 }
@@ -50,18 +51,6 @@ func (n *notifier) push(inv invalidation) {
 	case n.wake <- struct{}{}:
 	default:
 	}
-}
-
-// flushed returns a channel closed once everything queued so far is sent.
-func (n *notifier) flushed() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if len(n.queue) == 0 {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return n.drained
 }
 
 func (n *notifier) run() {
@@ -77,8 +66,6 @@ func (n *notifier) run() {
 			batch := n.queue
 			n.queue = nil
 			if len(batch) == 0 {
-				close(n.drained)
-				n.drained = make(chan struct{})
 				n.mu.Unlock()
 				break
 			}
@@ -101,25 +88,34 @@ func (n *notifier) send(inv invalidation) {
 		child := parent.GetChild(s)
 		last := i == len(segs)-1
 		if child == nil {
-			ignoreENOENT(parent.NotifyEntry(s))
+			n.checked(inv.path, parent.NotifyEntry(s))
 			return
 		}
 		if last {
 			if inv.content {
-				ignoreENOENT(child.NotifyContent(0, 0))
+				n.checked(inv.path, child.NotifyContent(0, 0))
 				return
 			}
 			// The name no longer leads to this inode (deleted, moved away
 			// or replaced): drop it from go-fuse's tree and the kernel's.
 			parent.RmChild(s)
-			ignoreENOENT(parent.NotifyDelete(s, child))
+			n.checked(inv.path, parent.NotifyDelete(s, child))
 			return
 		}
 		parent = child
 	}
 }
 
-func ignoreENOENT(errno syscall.Errno) {}
+// checked logs a failed invalidation. ENOENT is harmless: the kernel had
+// nothing cached under that name. Anything else means the kernel may serve
+// stale data until its cache times out (cacheTimeout), which is worth a
+// line, but not an error: the tree is right.
+func (n *notifier) checked(path string, errno syscall.Errno) {
+	if errno == 0 || errno == syscall.ENOENT {
+		return
+	}
+	n.log.WithFields(logrus.Fields{"path": path, "errno": errno.Error()}).Warn("the kernel refused a cache invalidation; the mount may show the old state of this path for up to 5 minutes")
+}
 
 // close stops the goroutine (idempotent); invalidations still queued are
 // dropped: the mount is going away.

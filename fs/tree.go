@@ -16,14 +16,24 @@ import (
 )
 
 // Journal records local changes durably. The tree calls it, under its
-// lock, when a changed file is closed (Put with the whole new content),
-// renamed (Put at the new path), or removed (Delete). Put and Delete
-// return once the record is written (it survives the process dying); Sync
-// returns once it is on stable storage. journal.Journal implements it.
+// lock, when a changed file is closed (the file's whole new content),
+// renamed (every moved file at its new path, and the file it replaces as
+// deleted), truncated by path, or removed. Append records its states with
+// one write: when it returns nil all of them survive the process dying,
+// when it fails none was recorded. Sync returns once what was appended is
+// on stable storage. The sync engine's journal (syncqueue/journal)
+// implements it.
 type Journal interface {
-	Put(fileID, path string, content []byte) error
-	Delete(fileID, path string) error
+	Append(states ...FileState) error
 	Sync() error
+}
+
+// FileState is one file's new local state, as the tree journals it.
+type FileState struct {
+	FileID  string
+	Path    string
+	Content []byte // the whole content; nil when Deleted
+	Deleted bool
 }
 
 // File is one memory as the tree loads it.
@@ -123,6 +133,10 @@ type Tree struct {
 	bytes   int64            // GUARDED_BY(mu)
 	frozen  bool             // GUARDED_BY(mu): teardown started; refuse changes
 	badUTF8 map[string]bool  // GUARDED_BY(mu): paths warned about
+	// unjournaled holds the files whose close could not be journaled (a
+	// full state dir): they keep their new content, dirty, and
+	// RetryUnjournaled journals them once there is room. GUARDED_BY(mu).
+	unjournaled map[uint64]error
 
 	// notify is set once mounted: changes applied by the sync engine queue
 	// kernel invalidations there (see notify.go). GUARDED_BY(mu).
@@ -145,7 +159,7 @@ func NewTree(opts Options) (*Tree, error) {
 		return nil, err
 	}
 	now := opts.Now()
-	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}}
+	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}}
 	t.root = t.newNode(nil, "", true, 0o755, now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
 	m.marker = true

@@ -128,6 +128,33 @@ type SetAttrIn struct {
 	Mode         *uint32
 	UID, GID     *uint32
 	Atime, Mtime *time.Time
+	// Journal records a size change at once: it was made without a
+	// writable handle (truncate(2) by path, open(O_RDONLY|O_TRUNC)), so
+	// no writer's close will. If the journal can't take it, nothing
+	// changes and SetAttr fails.
+	Journal bool
+}
+
+// truncate sets n's size; with journal, the new content is journaled at
+// once, and on failure n is left exactly as it was.
+//
+// REQUIRES: t.mu held.
+func (t *Tree) truncate(n *node, size int64, journal bool) error {
+	if !journal || n.parent == nil || size == int64(len(n.content)) {
+		t.setSize(n, size)
+		return nil
+	}
+	old, dirty, mtime, ctime := n.content, n.dirty, n.mtime, n.ctime
+	n.content = append([]byte(nil), n.content...)
+	t.setSize(n, size)
+	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
+		t.bytes += int64(len(old)) - int64(len(n.content))
+		n.content, n.dirty, n.mtime, n.ctime = old, dirty, mtime, ctime
+		return err
+	}
+	n.dirty = false // the whole content, an open writer's bytes too, is journaled
+	delete(t.unjournaled, n.ino)
+	return nil
 }
 
 // SetAttr truncates and changes metadata. Mode, owner and times are kept
@@ -155,7 +182,9 @@ func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (Attr, error) {
 		if t.frozen && *in.Size != int64(len(n.content)) {
 			return Attr{}, ErrReadOnly
 		}
-		t.setSize(n, *in.Size)
+		if err := t.truncate(n, *in.Size, in.Journal); err != nil {
+			return Attr{}, err
+		}
 	}
 	if in.Mode != nil {
 		n.mode = *in.Mode & 0o7777
@@ -176,9 +205,12 @@ func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (Attr, error) {
 	return n.attr(), nil
 }
 
-// Commit journals a changed file's whole content (at close/flush). It
-// returns ErrNotUTF8 (after journaling: nothing is lost) when the content
-// can't be uploaded.
+// Commit journals a changed file's whole content (at close/flush). If the
+// journal can't take it (a full state dir), the file keeps its new
+// content, still dirty, and is journaled by RetryUnjournaled once there is
+// room; the error (ENOSPC) tells the closer. Content that can't be
+// uploaded (not UTF-8) is journaled like any other and Commit returns
+// ErrNotUTF8: nothing is lost, the upload waits until it is valid.
 func (t *Tree) Commit(ino uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -186,15 +218,22 @@ func (t *Tree) Commit(ino uint64) error {
 	if err != nil {
 		return nil // unlinked meanwhile: nothing to keep
 	}
-	return t.commit(n, false)
+	if err := t.commit(n); err != nil {
+		return err
+	}
+	if n.dir || n.marker || n.parent == nil {
+		return nil
+	}
+	return t.checkUTF8(n, n.path())
 }
 
 // CommitFile journals the file with fileID if its content changed since it
 // was last journaled — writes through a handle still open. The sync engine
 // calls it before merging a remote change into the file, so that those
 // writes count as a local change (the store wins and they go to the
-// conflict log) instead of being replaced unseen. Content that is not
-// valid UTF-8 is journaled like any other (no ErrNotUTF8 here).
+// conflict log) instead of being replaced unseen. If they can't be
+// journaled it returns the error, and the engine must leave the file as
+// it is.
 func (t *Tree) CommitFile(fileID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -205,23 +244,58 @@ func (t *Tree) CommitFile(fileID string) error {
 	if n == nil {
 		return nil
 	}
-	if err := t.commit(n, false); err != nil && err != ErrNotUTF8 {
-		return err
-	}
-	return nil
+	return t.commit(n)
 }
 
-// commit journals n if it changed (or always, when force: after a rename).
-func (t *Tree) commit(n *node, force bool) error {
-	if n.dir || n.marker || n.parent == nil || (!n.dirty && !force) {
+// commit journals n if it changed. A failure keeps n dirty and remembers
+// it for RetryUnjournaled.
+//
+// REQUIRES: t.mu held.
+func (t *Tree) commit(n *node) error {
+	if n.dir || n.marker || n.parent == nil || !n.dirty {
 		return nil
 	}
-	p := n.path()
-	if err := t.opts.Journal.Put(n.fileID, p, append([]byte(nil), n.content...)); err != nil {
+	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
+		t.unjournaled[n.ino] = err
 		return err
 	}
 	n.dirty = false
-	return t.checkUTF8(n, p)
+	delete(t.unjournaled, n.ino)
+	return nil
+}
+
+// Unjournaled lists the files whose close could not be journaled and
+// that hold content the journal does not have yet, with why.
+func (t *Tree) Unjournaled() map[string]error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]error{}
+	for ino, err := range t.unjournaled {
+		if n, ok := t.byIno[ino]; ok && n.parent != nil && n.dirty {
+			out[n.path()] = err
+		}
+	}
+	return out
+}
+
+// RetryUnjournaled journals the files whose close could not be journaled,
+// and returns how many still could not be (with the last error). The
+// sync engine calls it every second while any is left, and before every
+// pass.
+func (t *Tree) RetryUnjournaled() (left int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for ino := range t.unjournaled {
+		n, ok := t.byIno[ino]
+		if !ok || n.parent == nil || !n.dirty {
+			delete(t.unjournaled, ino) // gone, or journaled by a later close
+			continue
+		}
+		if cerr := t.commit(n); cerr != nil {
+			left, err = left+1, cerr
+		}
+	}
+	return left, err
 }
 
 // Fsync commits the file and waits for the journal to reach stable storage.

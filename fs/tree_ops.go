@@ -104,14 +104,23 @@ func (t *Tree) Mkdir(parent uint64, name string, mode uint32) (Attr, error) {
 	return t.newNode(d, name, true, mode&0o7777, t.opts.Now()).attr(), nil
 }
 
-// unlinkNode detaches n from its parent. A file's removal is journaled.
+// unlinkNode journals a file's removal, then detaches n from its parent.
 func (t *Tree) unlinkNode(n *node) error {
 	if !n.dir {
-		if err := t.opts.Journal.Delete(n.fileID, n.path()); err != nil {
+		if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Deleted: true}); err != nil {
 			return err
 		}
+	}
+	t.removeNode(n)
+	return nil
+}
+
+// removeNode detaches n from its parent (its removal is journaled).
+func (t *Tree) removeNode(n *node) {
+	if !n.dir {
 		t.files--
 		t.bytes -= int64(len(n.content))
+		delete(t.unjournaled, n.ino)
 	}
 	now := t.opts.Now()
 	delete(n.parent.children, n.name)
@@ -121,7 +130,6 @@ func (t *Tree) unlinkNode(n *node) error {
 	if n.opens == 0 {
 		delete(t.byIno, n.ino)
 	}
-	return nil
 }
 
 // Unlink removes a file.
@@ -176,10 +184,12 @@ const (
 	RenameExchange  = 2
 )
 
-// Rename moves a file or directory. Every file that changes path is
-// journaled at its new path; a replaced file is journaled as deleted (the
-// flusher turns "delete X, create at X's path" into one update of X, so an
-// editor's atomic save keeps the memory's id). RENAME_NOREPLACE is honoured;
+// Rename moves a file or directory. It is journaled before the tree
+// changes, with one append that holds the replaced file's delete and every
+// moved file at its new path: the rename happens whole or not at all (a
+// full state dir refuses it with nothing changed). The flusher turns
+// "delete X, create at X's path" into one update of X, so an editor's
+// atomic save keeps the memory's id. RENAME_NOREPLACE is honoured;
 // RENAME_EXCHANGE is refused with EINVAL.
 func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error {
 	t.mu.Lock()
@@ -237,9 +247,19 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 		case dst.dir && len(dst.children) > 0:
 			return ErrNotEmpty
 		}
-		if err := t.unlinkNode(dst); err != nil {
+	}
+	var states []FileState
+	if exists && !dst.dir {
+		states = append(states, FileState{FileID: dst.fileID, Path: newPath, Deleted: true})
+	}
+	states = movedStates(src, newPath, states)
+	if len(states) > 0 {
+		if err := t.opts.Journal.Append(states...); err != nil {
 			return err
 		}
+	}
+	if exists {
+		t.removeNode(dst)
 	}
 	now := t.opts.Now()
 	delete(od.children, oldName)
@@ -247,18 +267,35 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 	src.parent, src.name = nd, newName
 	nd.children[newName] = src
 	nd.mtime, nd.ctime, src.ctime = now, now, now
-	if err := t.journalSubtree(src); err != nil {
-		// The journal did not record the move: undo it, so that a failed
-		// rename leaves src where the journal has it (a replaced dst stays
-		// deleted: that is journaled). Files of a directory already
-		// journaled at the new path are journaled back (best effort).
-		delete(nd.children, newName)
-		src.parent, src.name = od, oldName
-		od.children[oldName] = src
-		_ = t.journalSubtree(src)
-		return err
-	}
+	t.markJournaled(src)
 	return nil
+}
+
+// movedStates appends the state of every file at or below n as it will be
+// once n's path is p.
+func movedStates(n *node, p string, acc []FileState) []FileState {
+	if !n.dir {
+		return append(acc, FileState{FileID: n.fileID, Path: p, Content: n.content})
+	}
+	for name, c := range n.children {
+		acc = movedStates(c, p+"/"+name, acc)
+	}
+	return acc
+}
+
+// markJournaled records that every file at or below n has its current
+// content in the journal (after a rename journaled them).
+//
+// REQUIRES: t.mu held.
+func (t *Tree) markJournaled(n *node) {
+	if !n.dir {
+		n.dirty = false
+		delete(t.unjournaled, n.ino)
+		return
+	}
+	for _, c := range n.children {
+		t.markJournaled(c)
+	}
 }
 
 // fitsBelow checks that every path under dir stays within the limits when
@@ -274,20 +311,6 @@ func fitsBelow(dir *node, p string) error {
 			if err := fitsBelow(c, cp); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// journalSubtree records the current path and content of every file at or
-// below n (after a rename).
-func (t *Tree) journalSubtree(n *node) error {
-	if !n.dir {
-		return t.commit(n, true)
-	}
-	for _, c := range n.children {
-		if err := t.journalSubtree(c); err != nil {
-			return err
 		}
 	}
 	return nil

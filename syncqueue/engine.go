@@ -350,16 +350,19 @@ func (e *Engine) closeJournal(ctx context.Context) error {
 	return err
 }
 
+// TreeJournal is the filesystem's view of a journal: what the engine gives
+// the tree it mounts (and the benchmarks, theirs).
+func TreeJournal(j *journal.Journal) fs.Journal { return journalSink{j} }
+
 // journalSink adapts the Journal to the filesystem's Journal interface.
 type journalSink struct{ j *journal.Journal }
 
-func (s journalSink) Put(fileID, path string, content []byte) error {
-	_, err := s.j.Put(fileID, path, content)
-	return err
-}
-
-func (s journalSink) Delete(fileID, path string) error {
-	_, err := s.j.Delete(fileID, path)
+func (s journalSink) Append(states ...fs.FileState) error {
+	changes := make([]journal.Change, len(states))
+	for i, st := range states {
+		changes[i] = journal.Change{FileID: st.FileID, Path: st.Path, Content: st.Content, Deleted: st.Deleted}
+	}
+	_, err := s.j.Append(changes...)
 	return err
 }
 

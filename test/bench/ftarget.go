@@ -39,6 +39,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/syncqueue/journal"
 )
 
@@ -202,7 +203,7 @@ func newMemfs(seeds []seed) (_ *target, err error) {
 		defer cancel()
 		return j.Close(ctx)
 	})
-	tree, err := fs.NewTree(fs.Options{StoreID: "memstore_bench", Journal: journalAdapter{j}})
+	tree, err := fs.NewTree(fs.Options{StoreID: "memstore_bench", Journal: syncqueue.TreeJournal(j)})
 	if err != nil {
 		return nil, err
 	}
@@ -245,22 +246,6 @@ func newMemfs(seeds []seed) (_ *target, err error) {
 	t.close = undo.run
 	return t, nil
 }
-
-// journalAdapter is the tree's view of the journal (what syncqueue's
-// engine passes): the record's LSN is dropped.
-type journalAdapter struct{ j *journal.Journal }
-
-func (a journalAdapter) Put(fileID, path string, content []byte) error {
-	_, err := a.j.Put(fileID, path, content)
-	return err
-}
-
-func (a journalAdapter) Delete(fileID, path string) error {
-	_, err := a.j.Delete(fileID, path)
-	return err
-}
-
-func (a journalAdapter) Sync() error { return a.j.Sync() }
 
 // runF wraps an F measure: CPU profile if asked, and a check that nothing
 // stayed mounted.
