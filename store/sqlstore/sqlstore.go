@@ -73,6 +73,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 
 // OpenSQLite opens (creating if needed) a SQLite database file.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
+	return openSQLite(ctx, "sqlite", path, opts)
+}
+
+// openSQLite is OpenSQLite through the named database/sql driver: "sqlite"
+// (modernc.org/sqlite), or in tests a wrapper of it that fails chosen
+// queries, to inject faults a real SQLite file can't be made to produce on cue.
+func openSQLite(ctx context.Context, driverName, path string, opts Options) (*DB, error) {
 	opts.setDefaults()
 	sync := strings.ToUpper(opts.SQLiteSynchronous)
 	if sync != "FULL" && sync != "NORMAL" {
@@ -93,7 +100,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Set("_txlock", "immediate")
-	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	sqldb, err := sql.Open(driverName, "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
