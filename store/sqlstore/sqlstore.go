@@ -219,29 +219,6 @@ func (db *DB) writeTx(ctx context.Context, storeID string, fn func(tx *sql.Tx, s
 	return nil
 }
 
-// mapErr turns driver errors into domain errors where a caller may act.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *store.Error
-	if errors.As(err, &se) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") {
-		return &store.Error{Kind: store.ErrPathConflict, Message: "the path is taken (concurrent write)"}
-	}
-	if strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") ||
-		strings.Contains(msg, "connection refused") || strings.Contains(msg, "SQLSTATE 57P") {
-		return &store.Error{Kind: store.ErrUnavailable, Message: "database unavailable: " + msg}
-	}
-	return fmt.Errorf("database: %w", err)
-}
-
 // micros converts a stored timestamp to time.Time (UTC).
 func micros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
