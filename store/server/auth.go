@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -83,9 +84,17 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		p.envID = k.ScopeID
 	case store.KeyKindSession:
 		// A session token works until its work item is stopped, so it is
-		// checked on every request, never cached.
+		// checked on every request, never cached. Only a work item that is
+		// stopped or gone makes the token invalid: a failed look-up (the
+		// database away) is answered as itself, a 503 the worker retries,
+		// not a 401 that would make it tear the session down.
 		w, err := s.b.FindWork(r.Context(), k.ScopeID)
-		if err != nil || w.State == store.WorkStopped {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, store.Errorf(store.ErrUnauthorized, "this session token is no longer valid: its work item is gone")
+		case err != nil:
+			return nil, err
+		case w.State == store.WorkStopped:
 			return nil, store.Errorf(store.ErrUnauthorized, "this session token is no longer valid: its work item is stopped")
 		}
 		p.envID, p.workID, p.sessionID = w.EnvironmentID, w.ID, w.Data.ID

@@ -45,7 +45,10 @@ var errorKinds = []struct {
 }
 
 // writeError answers err as the error envelope. Unknown errors are 500s,
-// logged once here with the request id; their text is not sent.
+// logged once here with the request id; their text is not sent. A 503
+// (store.ErrUnavailable: the database is away) and a 429 carry
+// retry-after and retry-after-ms, which the SDK and store/client honour,
+// and are logged as warnings with their cause.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, typ := http.StatusInternalServerError, "api_error"
 	for _, k := range errorKinds {
@@ -78,6 +81,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.WithField("request_id", rid).WithError(err).Errorf("%s %s failed", r.Method, r.URL.Path)
 		body.Error.Message = "internal error; the server logged it with request id " + rid
 	case status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests:
+		// The client is told only to come back; the cause (a driver error
+		// naming hosts and databases, for a database that went away) is
+		// logged here, once, with the request id.
+		s.log.WithField("request_id", rid).WithError(err).Warnf("%s %s: %d, the client will retry", r.Method, r.URL.Path, status)
 		w.Header().Set("retry-after", "1")
 		w.Header().Set("retry-after-ms", "1000")
 	case status >= 400 && status < 500:

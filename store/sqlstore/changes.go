@@ -89,8 +89,8 @@ func (db *DB) PruneChanges(ctx context.Context, cutoff time.Time) (int64, error)
 		if err != nil {
 			return mapErr(err)
 		}
-		n, _ = res.RowsAffected()
-		return nil
+		n, err = res.RowsAffected()
+		return mapErr(err)
 	})
 	return n, err
 }

@@ -29,6 +29,18 @@
 // every process LISTENs on that channel, so waiters in other memfs serve
 // processes sharing the database wake too.
 //
+// # Errors
+//
+// Driver errors are classified in one place (errors.go) by SQLSTATE,
+// SQLite extended result codes and Go error types, never by message text:
+// a database that can't be reached or can't serve now is
+// store.ErrUnavailable (HTTP 503 with retry-after), a write that lost the
+// race for a path on the unique constraint is store.ErrPathConflict, and
+// anything else is an internal error. Only sql.ErrNoRows means "absent":
+// any other error of a query fails the operation, so a listing never ends
+// early and a lookup never answers "not found" because the database was
+// away.
+//
 // # Durability
 //
 // SQLite runs in WAL mode with synchronous=FULL by default: a write that

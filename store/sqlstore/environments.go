@@ -99,7 +99,11 @@ func (db *DB) ArchiveEnvironment(ctx context.Context, id string) (*store.Environ
 		if err != nil {
 			return mapErr(err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return mapErr(err) // not "no such row": a failed count says nothing
+		}
+		if n == 0 {
 			return store.Errorf(store.ErrNotFound, "environment %s not found", id)
 		}
 		return nil

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
 
 	"github.com/memfs/memfs/store"
@@ -12,7 +14,7 @@ import (
 // memory_prefix item for its level-n directory, placed where that
 // directory's first memory would be; the listing then resumes past the
 // directory's subtree. (api.md defines depth 0 and 1; deeper values follow
-// the same rule.)
+// the same rule.) On an error no page is returned, never a partial one.
 func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
 	var page store.Page[store.MemoryListItem]
 	if _, err := db.GetStore(ctx, storeID); err != nil {
@@ -52,20 +54,20 @@ func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListM
 		rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+cols+` FROM memories WHERE store_id = ? AND path `+op+` ? AND path < ? ORDER BY path LIMIT ?`),
 			storeID, bound, end, want)
 		if err != nil {
-			return page, mapErr(err)
+			return store.Page[store.MemoryListItem]{}, mapErr(err)
 		}
 		var batch []*store.Memory
 		for rows.Next() {
 			m, err := scanMemory(rows, opts.Full)
 			if err != nil {
 				rows.Close()
-				return page, mapErr(err)
+				return store.Page[store.MemoryListItem]{}, mapErr(err)
 			}
 			batch = append(batch, m)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return page, mapErr(err)
+			return store.Page[store.MemoryListItem]{}, mapErr(err)
 		}
 		if len(batch) == 0 {
 			return page, nil
@@ -96,10 +98,17 @@ func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListM
 	if exclusive {
 		op = ">"
 	}
+	// Only sql.ErrNoRows means "nothing more": any other error (a timeout,
+	// a lost connection, SQLITE_BUSY) must fail the listing, because a
+	// full page answered as the last one tells the client the store ends
+	// here, and a sync client drops what it did not see.
 	var one int
 	err = db.sql.QueryRowContext(ctx, db.d.q(`SELECT 1 FROM memories WHERE store_id = ? AND path `+op+` ? AND path < ? LIMIT 1`), storeID, bound, end).Scan(&one)
-	if err == nil {
+	switch {
+	case err == nil:
 		page.NextPage = encodeToken(pageToken{K: bound, X: exclusive})
+	case !errors.Is(err, sql.ErrNoRows):
+		return store.Page[store.MemoryListItem]{}, mapErr(err)
 	}
 	return page, nil
 }

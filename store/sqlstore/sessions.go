@@ -157,7 +157,11 @@ func (db *DB) ArchiveSession(ctx context.Context, id string) (*store.Session, er
 		if err != nil {
 			return mapErr(err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return mapErr(err) // not "no such row": a failed count says nothing
+		}
+		if n == 0 {
 			return store.Errorf(store.ErrNotFound, "session %s not found", id)
 		}
 		// An item no worker acknowledged has nothing to tear down: it stops.

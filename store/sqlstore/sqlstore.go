@@ -73,6 +73,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 
 // OpenSQLite opens (creating if needed) a SQLite database file.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
+	return openSQLite(ctx, "sqlite", path, opts)
+}
+
+// openSQLite is OpenSQLite through the named database/sql driver: "sqlite"
+// (modernc.org/sqlite), or in tests a wrapper of it that fails chosen
+// queries, to inject faults a real SQLite file can't be made to produce on cue.
+func openSQLite(ctx context.Context, driverName, path string, opts Options) (*DB, error) {
 	opts.setDefaults()
 	sync := strings.ToUpper(opts.SQLiteSynchronous)
 	if sync != "FULL" && sync != "NORMAL" {
@@ -93,7 +100,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Set("_txlock", "immediate")
-	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	sqldb, err := sql.Open(driverName, "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -210,29 +217,6 @@ func (db *DB) writeTx(ctx context.Context, storeID string, fn func(tx *sql.Tx, s
 		db.hub.notify(storeID)
 	}
 	return nil
-}
-
-// mapErr turns driver errors into domain errors where a caller may act.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *store.Error
-	if errors.As(err, &se) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") {
-		return &store.Error{Kind: store.ErrPathConflict, Message: "the path is taken (concurrent write)"}
-	}
-	if strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") ||
-		strings.Contains(msg, "connection refused") || strings.Contains(msg, "SQLSTATE 57P") {
-		return &store.Error{Kind: store.ErrUnavailable, Message: "database unavailable: " + msg}
-	}
-	return fmt.Errorf("database: %w", err)
 }
 
 // micros converts a stored timestamp to time.Time (UTC).
