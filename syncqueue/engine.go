@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
@@ -59,12 +60,22 @@ type EngineOptions struct {
 	Concurrency int
 	// PollWait is how long one long poll of the change feed waits (default 25 s).
 	PollWait time.Duration
+	// StallAfter is how long a request may go unanswered before the store
+	// is reported unreachable, even though the request has not failed yet
+	// (a blackholed network holds it for the client's whole timeout).
+	// Default: half the interval, so an outage is logged within one
+	// interval of its start. A long poll is allowed PollWait more.
+	StallAfter time.Duration
 	// Conflicts keeps losing local versions (default: the log under StateDir).
 	Conflicts *ConflictLog
 	// UID and GID own the files.
 	UID, GID uint32
 	// Log receives the engine's log lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
+	// Now is the clock (default time.Now): the delete delay, the stall
+	// watchdog and status read it, so tests can move time instead of
+	// sleeping.
+	Now func() time.Time
 }
 
 // Validate checks the options and fills in defaults.
@@ -97,41 +108,56 @@ func (o *EngineOptions) Validate() error {
 	if o.PollWait <= 0 {
 		o.PollWait = DefaultPollWait
 	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = o.Interval / 2
+	}
 	if o.Conflicts == nil && o.StateDir != "" {
 		o.Conflicts = OpenConflictLog(o.StateDir, ConflictRetention{})
 	}
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	o.Log = o.Log.WithField("store", o.StoreID)
 	return nil
 }
 
 // Engine keeps one mounted store and its local tree in step: it loads the
-// store, replays what a previous run left in the journal, and runs the
-// flusher that uploads local changes every interval.
+// store, replays what a previous run left in the journal, uploads local
+// changes (the flusher), brings remote changes down (the overlay) and
+// watches for a store that stops answering.
 //
 // Lifecycle: NewEngine validates; Open loads (the tree is then ready to
-// mount); Start runs the flusher; Finish(ctx, clean) freezes the tree and
-// runs the final sync; Close releases the journal.
+// mount); Start runs the flusher, the overlay and the watchdog;
+// Finish(ctx, clean) freezes the tree and runs the final sync; Close
+// releases the journal.
+//
+// Lock order: flusher.passMu, then syncMu, then fs.Tree's lock, then the
+// journal's. syncMu is never held across a request to the store.
 type Engine struct {
 	opts    EngineOptions
 	log     logrus.FieldLogger
 	journal *journal.Journal // nil when ReadOnly
 	tree    *fs.Tree
 	f       *flusher
+	calls   *inflight // requests to the store in flight, for the watchdog
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// syncMu is held by a flusher pass and by the overlay while they
-	// change the merge state, the journal or the tree for the store.
+	// syncMu is held by the flusher and the overlay while they change the
+	// merge state, the journal or the tree for the store.
 	syncMu    sync.Mutex
 	ms        mergeState // GUARDED_BY(syncMu)
 	cursor    int64      // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
 	conflicts *ConflictLog
 	outage    outage
-	replayed  int // pending changes found in the journal at Open
+	// remoteBlocked: a remote change waits on this host (localWait).
+	remoteBlocked bool // GUARDED_BY(syncMu)
+	replayed      int  // pending changes found in the journal at Open
+	loaded        int  // memories loaded at Open
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -139,7 +165,11 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Log, ms: newMergeState(), conflicts: opts.Conflicts, outage: outage{log: opts.Log}}, nil
+	calls := newInflight()
+	opts.Store = watchedStore{Store: opts.Store, calls: calls, pollWait: opts.PollWait}
+	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
+	e.outage = outage{log: opts.Log, now: opts.Now}
+	return e, nil
 }
 
 // Tree is the local tree to mount (after Open).
@@ -148,6 +178,15 @@ func (e *Engine) Tree() *fs.Tree { return e.tree }
 // JournalDir is where this store's journal lives.
 func JournalDir(stateDir, storeID string) string {
 	return filepath.Join(stateDir, "stores", storeID)
+}
+
+func (e *Engine) now() time.Time { return e.opts.Now() }
+
+// locked runs fn with syncMu held.
+func (e *Engine) locked(fn func()) {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	fn()
 }
 
 // Open checks the store, opens (and locks) its journal, loads every
@@ -192,7 +231,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
 	}
-	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, UID: e.opts.UID, GID: e.opts.GID, Log: e.log}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, UID: e.opts.UID, GID: e.opts.GID, Log: e.log, Now: e.opts.Now}
 	if e.journal != nil {
 		topts.Journal = journalSink{e.journal}
 	}
@@ -210,10 +249,15 @@ func (e *Engine) Open(ctx context.Context) error {
 		}
 	}
 	e.tree.Load(fsFiles)
+	e.loaded = len(files)
 	if e.journal == nil {
 		return nil
 	}
 	e.f = newFlusher(e, len(files))
+	if d := e.journal.Damage(); d != nil {
+		e.log.WithFields(logrus.Fields{"lost_bytes": d.LostBytes(), "damaged_copy_at": d.KeptAt, "records_kept": d.Records}).
+			Error("the journal of this store was damaged: what could be read is replayed and uploaded; see memfs status")
+	}
 	pending := e.journal.Pending()
 	if len(pending) > 0 {
 		changes := make([]fs.Change, len(pending))
@@ -258,45 +302,62 @@ func (e *Engine) replay(changes []fs.Change) error {
 	}
 }
 
-// Start runs the flusher every interval and the overlay (remote changes)
-// until Finish.
+// unjournaledRetry is how often files whose close the journal could not
+// take (a full state dir) are tried again: "journaled as soon as there is
+// room", without waiting for a pass.
+const unjournaledRetry = time.Second
+
+// Start runs the flusher every interval, the overlay (remote changes) and
+// the stall watchdog until Finish.
 func (e *Engine) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		e.follow(ctx)
-	}()
+	e.goRun(ctx, e.follow)
+	e.goRun(ctx, e.watch)
 	if e.f == nil {
 		return
 	}
+	e.goRun(ctx, e.flushLoop)
+}
+
+// goRun runs fn in a goroutine the engine waits for at Finish and Close.
+func (e *Engine) goRun(ctx context.Context, fn func(context.Context)) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		t := time.NewTicker(e.opts.Interval)
-		defer t.Stop()
-		if e.replayed > 0 {
-			// A journal left behind goes up at once, not an interval later.
-			e.f.tick(ctx, tickOptions{deletes: true})
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				e.f.tick(ctx, tickOptions{deletes: true})
-			}
-		}
+		fn(ctx)
 	}()
 }
 
-// SyncNow runs one flusher pass at once (tests, status).
+// flushLoop runs a pass every interval (and at once for a journal left
+// behind), and retries unjournaled closes every second.
+func (e *Engine) flushLoop(ctx context.Context) {
+	t := time.NewTicker(e.opts.Interval)
+	defer t.Stop()
+	retry := time.NewTicker(unjournaledRetry)
+	defer retry.Stop()
+	if e.replayed > 0 {
+		// A journal left behind goes up at once, not an interval later.
+		e.f.pass(ctx, passOptions{deletes: true})
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+			e.tree.RetryUnjournaled() //nolint:errcheck // status shows what is left
+		case <-t.C:
+			e.f.pass(ctx, passOptions{deletes: true})
+		}
+	}
+}
+
+// SyncNow runs one flusher pass at once (tests, SIGUSR1).
 func (e *Engine) SyncNow(ctx context.Context, deletes, waiveDelay bool) SyncResult {
 	if e.f == nil {
 		return SyncResult{}
 	}
-	return e.f.tick(ctx, tickOptions{deletes: deletes, waiveDelay: waiveDelay})
+	return e.f.pass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay})
 }
 
 // FinalSyncTimeout bounds the final sync of Finish.
@@ -322,12 +383,15 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 	}
 	fctx, cancel := context.WithTimeout(ctx, FinalSyncTimeout)
 	defer cancel()
-	res := e.f.tick(fctx, tickOptions{deletes: clean, waiveDelay: clean, final: true})
+	res := e.f.pass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true})
 	if !clean && res.DeletesPending > 0 {
 		e.log.WithField("deletes", res.DeletesPending).Warn("the session did not end cleanly: pending deletions were not sent")
 	}
 	if left := res.Left - res.DeletesPending; left > 0 {
 		e.log.WithField("left", left).Warn("final sync cut short: changes stay in the journal and are replayed at the next mount of this store")
+	}
+	if u := e.tree.Unjournaled(); len(u) > 0 {
+		e.log.WithField("files", len(u)).Error("files closed while the state dir was full are still not journaled: their last changes are lost with this mount")
 	}
 	return res
 }
@@ -374,7 +438,7 @@ func (s journalSink) Sync() error { return s.j.Sync() }
 // within one listing, so splitting by directory is what lets a large store
 // load in parallel.
 func loadStore(ctx context.Context, st Store, storeID string, concurrency int) ([]store.Memory, error) {
-	list := func(opts store.ListMemoriesOptions, fn func(store.MemoryListItem)) error {
+	list := func(ctx context.Context, opts store.ListMemoriesOptions, fn func(store.MemoryListItem)) error {
 		opts.Full, opts.Limit = true, store.MaxFullViewListLimit
 		for {
 			p, err := st.ListMemories(ctx, storeID, opts)
@@ -392,7 +456,7 @@ func loadStore(ctx context.Context, st Store, storeID string, concurrency int) (
 	}
 	var out []store.Memory
 	var prefixes []string
-	err := list(store.ListMemoriesOptions{Depth: 1}, func(it store.MemoryListItem) {
+	err := list(ctx, store.ListMemoriesOptions{Depth: 1}, func(it store.MemoryListItem) {
 		if it.Memory != nil && it.Memory.Content != nil {
 			out = append(out, *it.Memory)
 		} else if it.Prefix != "" {
@@ -403,29 +467,21 @@ func loadStore(ctx context.Context, st Store, storeID string, concurrency int) (
 		return nil, err
 	}
 	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, concurrency)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
 	for _, p := range prefixes {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(prefix string) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			var got []store.Memory
-			err := list(store.ListMemoriesOptions{PathPrefix: prefix}, func(it store.MemoryListItem) {
+			err := list(gctx, store.ListMemoriesOptions{PathPrefix: p}, func(it store.MemoryListItem) {
 				if it.Memory != nil && it.Memory.Content != nil {
 					got = append(got, *it.Memory)
 				}
 			})
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
 			out = append(out, got...)
-		}(p)
+			return err
+		})
 	}
-	wg.Wait()
-	return out, firstErr
+	return out, g.Wait()
 }

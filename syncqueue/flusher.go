@@ -10,34 +10,48 @@ import (
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
 
-	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // flusher uploads the journal's pending entries: the net change of every
 // file since the store last confirmed it, not the history of operations.
-// Only one tick runs at a time (tickMu).
+//
+// Locks: passMu makes passes one at a time; it is taken before e.syncMu.
+// A pass holds e.syncMu only to plan and to settle each answer, never
+// across a request, so the overlay keeps bringing remote changes down
+// while uploads wait on a slow store.
 type flusher struct {
-	e       *Engine
-	opts    EngineOptions
-	log     logrus.FieldLogger
-	journal *journal.Journal
-	tree    *fs.Tree
+	e   *Engine
+	log logrus.FieldLogger
 
-	// sentMu orders the upload goroutines' changes of e.ms and refused.
-	sentMu sync.Mutex
+	passMu sync.Mutex
 
-	// Everything below is GUARDED_BY(e.syncMu), which a pass holds.
-	ticks      int
-	storeSize  int                    // memories in the store as last seen (for the delete cap)
-	refused    map[string]uint64      // fileID -> LSN the store refused (400/413); retried once it changes
-	deleteSeen map[string]deleteWatch // fileID -> when a tick first saw its pending delete
+	// Everything below is GUARDED_BY(e.syncMu).
+	ticks     int
+	storeSize int               // memories in the store as last seen (for the delete cap)
+	refused   map[string]uint64 // fileID -> LSN the store refused (400/413); retried once it changes
+	capped    map[string]uint64 // fileID -> LSN refused at the store's memory cap (warned once)
+	// waits says, per file, why its change did not go up at the last try
+	// (for status); cleared when it goes up.
+	waits      map[string]wait
+	deleteSeen map[string]deleteWatch // fileID -> when a pass first saw its pending delete
 	// moving holds the memories with a pending change (a move, an edit or
 	// a delete of their local file) as the pass began; set before its
 	// uploads start and only read by them.
 	moving map[string]bool
+	last      PassInfo  // the last pass that ended
+	lastClean time.Time // when the last pass that left nothing failed began
+}
+
+// wait is why one file's change is still pending after a try.
+type wait struct {
+	reason string
+	err    string
+	lsn    uint64
+	at     time.Time
 }
 
 type deleteWatch struct {
@@ -47,35 +61,98 @@ type deleteWatch struct {
 }
 
 func newFlusher(e *Engine, storeSize int) *flusher {
-	return &flusher{e: e, opts: e.opts, log: e.log, journal: e.journal, tree: e.tree, storeSize: storeSize,
-		refused: map[string]uint64{}, deleteSeen: map[string]deleteWatch{}}
+	return &flusher{e: e, log: e.log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
+		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}}
 }
 
-type tickOptions struct {
+type passOptions struct {
 	deletes    bool // send deletes that are due
-	waiveDelay bool // send deletes without the 30 s / confirming-tick wait (clean end)
+	waiveDelay bool // send deletes without the 30 s / confirming-pass wait (clean end)
 	final      bool
 }
 
 // SyncResult counts what one pass did and left.
 type SyncResult struct {
 	Uploaded, Deleted, Failed int
+	// Conflicts is how many changes the store won (kept in the conflict log).
+	Conflicts int
 	// Left is how many pending changes remain after the pass.
 	Left int
 	// DeletesPending is how many deletes were not sent (not due, capped, or not asked for).
 	DeletesPending int
 }
 
-// op is one planned request.
+// PassInfo describes the last pass, for status.
+type PassInfo struct {
+	At       time.Time
+	Duration time.Duration
+	Result   SyncResult
+	// Clean is true when nothing failed: every change that could go up did.
+	Clean bool
+}
+
+// opKind is what one planned request does.
+type opKind int
+
+const (
+	opCreate opKind = iota
+	opUpdate
+)
+
+// op is one planned create or update.
 type op struct {
-	kind    string // create, update, delete
+	kind    opKind
 	entry   journal.Entry
 	replace *journal.Entry // update: a pending delete at the same path folded into this create
+	gen     uint64         // e.ms.gen of the target as planned
 }
+
+// target is the memory an update is about.
+func (o op) target() string {
+	if o.replace != nil {
+		return o.replace.Origin
+	}
+	return o.entry.Origin
+}
+
+// base is the precondition of an update.
+func (o op) base() string {
+	if o.replace != nil {
+		return o.replace.BaseSHA
+	}
+	return o.entry.BaseSHA
+}
+
+// verdict is what a failed change means for the next pass.
+type verdict int
+
+const (
+	transientFailure verdict = iota // retried next pass; counts toward an outage
+	refusedFailure                  // the store refused the content: retried once it changes
+	capFailure                      // the store is at its memory cap: retried every pass
+	conflictFailure                 // the store changed it too: the store wins
+	pathFailure                     // a path conflict: retried after the pass's other changes
+)
+
+// Reasons a change waits, as status shows them (sync.md, the invariant).
+const (
+	ReasonWaiting     = "waiting for the next pass"
+	ReasonDeleteDelay = "deletes wait 30 s and a confirming pass"
+	ReasonUnreachable = "store unreachable"
+	ReasonNoSpace     = "no space for the journal"
+	ReasonCap         = "the store is at its memory cap"
+	ReasonNotUTF8     = "content is not UTF-8"
+	ReasonPath        = "path conflict"
+	ReasonRefused     = "refused by the store (retried once the file changes)"
+	ReasonCredential  = "the store refused the credential"
+	ReasonConflict    = "changed in the store too: being resolved"
+)
 
 // plan turns pending entries into requests. An entry that deletes memory
 // M at path P and a new file created at P in the same pass become one
 // update of M (an editor's atomic save keeps the memory's id).
+//
+// REQUIRES: f.e.syncMu held.
 func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Entry) {
 	createAt := map[string]int{} // path -> index in ops of a create
 	var dels []journal.Entry
@@ -89,43 +166,77 @@ func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Ent
 		case e.Deleted:
 			dels = append(dels, e)
 		case !utf8.Valid(e.Content):
-			// kept locally, not uploaded until it is valid (the filesystem warned)
+			// Kept locally (the filesystem warned at close), not uploaded
+			// until it is valid.
+			f.waits[e.FileID] = wait{reason: ReasonNotUTF8, lsn: e.LSN, at: f.e.now()}
 		case e.Origin == "":
 			createAt[e.Path] = len(ops)
-			ops = append(ops, op{kind: "create", entry: e})
+			ops = append(ops, op{kind: opCreate, entry: e})
 		default:
-			ops = append(ops, op{kind: "update", entry: e})
+			ops = append(ops, op{kind: opUpdate, entry: e})
 		}
 	}
 	for _, d := range dels {
 		if i, ok := createAt[d.Path]; ok && ops[i].replace == nil {
 			d := d
-			ops[i].kind, ops[i].replace = "update", &d
+			ops[i].kind, ops[i].replace = opUpdate, &d
 			continue
 		}
 		deletes = append(deletes, d)
 	}
+	for i := range ops {
+		ops[i].gen = f.e.ms.gen[ops[i].target()]
+	}
 	return ops, deletes
 }
 
-// verdict is what a failed change means for the next pass.
-type verdict int
+// passRun collects what one pass did, from concurrent uploads.
+type passRun struct {
+	mu         sync.Mutex
+	res        SyncResult
+	transient  int
+	retry      []op     // path conflicts, retried after the deletes
+	conflicted []string // memory ids the store changed too
+}
 
-const (
-	transientFailure verdict = iota // retried next pass; counts toward an outage
-	refusedFailure                  // the store refused the content: retried once it changes
-	conflictFailure                 // the store changed it too: the store wins
-	pathFailure                     // a path conflict: retried after the pass's other changes
-)
+func (r *passRun) done(o op) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Uploaded++
+}
 
-// tick runs one pass: uploads (bounded concurrency), then the deletes that
-// are due, within the per-pass cap; then it resolves, store-wins, every
-// change the store refused because it changed the memory too.
-func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
+func (r *passRun) failed(o op, v verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch v {
+	case pathFailure:
+		r.retry = append(r.retry, o)
+		return
+	case conflictFailure:
+		r.conflicted = append(r.conflicted, o.target())
+	case transientFailure:
+		r.transient++
+	}
+	r.res.Failed++
+}
+
+// pass runs one pass: uploads (bounded concurrency), then the deletes that
+// are due within the per-pass cap, then the changes that waited on a path
+// another change of this pass frees (cycles of moves included); then it
+// resolves, store-wins, every change the store refused because it changed
+// the memory too.
+func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
+	f.passMu.Lock()
+	defer f.passMu.Unlock()
+	e := f.e
+	start := e.now()
+	if left, err := e.tree.RetryUnjournaled(); left > 0 {
+		f.log.WithError(err).WithField("files", left).Debug("files closed while the journal had no room are still not journaled")
+	}
+
+	e.syncMu.Lock()
 	f.ticks++
-	pending := f.journal.Pending()
+	pending := e.journal.Pending()
 	f.moving = map[string]bool{}
 	for _, p := range pending {
 		if p.Origin != "" {
@@ -133,129 +244,101 @@ func (f *flusher) tick(ctx context.Context, to tickOptions) SyncResult {
 		}
 	}
 	ops, deletes := f.plan(pending)
-	var res SyncResult
-	var mu sync.Mutex // orders the goroutines' updates of res, retry, conflicted, transient
-	transient := 0
-	var retry []op
-	var conflicted []string // memory ids
-	record := func(o op, err error, again bool) {
-		if err == nil {
-			res.Uploaded++
-			if o.kind == "create" {
-				f.storeSize++
-			}
-			return
-		}
-		switch f.judge(o.entry, err) {
-		case pathFailure:
-			if !again {
-				retry = append(retry, o)
-				return
-			}
-		case conflictFailure:
-			conflicted = append(conflicted, o.target())
-		case transientFailure:
-			transient++
-		}
-		res.Failed++
-	}
-	sem := make(chan struct{}, f.opts.Concurrency)
-	var wg sync.WaitGroup
+	e.syncMu.Unlock()
+
+	r := &passRun{}
+	g := new(errgroup.Group)
+	g.SetLimit(e.opts.Concurrency)
 	for _, o := range ops {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(o op) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := f.upload(ctx, o)
-			mu.Lock()
-			defer mu.Unlock()
-			record(o, err, false)
-		}(o)
+		g.Go(func() error {
+			if err := f.upload(ctx, o); err != nil {
+				r.failed(o, f.judge(o.entry, err))
+			} else {
+				r.done(o)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	d, pendingDeletes, derr, dconf := f.sendDeletes(ctx, deletes, to)
-	res.Deleted += d
-	res.DeletesPending = pendingDeletes
-	transient += derr
-	conflicted = append(conflicted, dconf...)
-	// Path conflicts between this pass's own changes (a file moved onto a
-	// path another change frees: a move, or a delete sent just now, as in
-	// a rename over an existing file) resolve in a second, sequential
-	// round, after the deletes.
-	sort.Slice(retry, func(i, j int) bool { return retry[i].entry.LSN < retry[j].entry.LSN })
-	for _, o := range retry {
-		record(o, f.upload(ctx, o), true)
-	}
+	g.Wait() //nolint:errcheck // the goroutines return nil
+	d := f.sendDeletes(ctx, deletes, to)
+	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
+	r.transient += d.transient
+	r.conflicted = append(r.conflicted, d.conflicted...)
+	f.resolvePaths(ctx, r)
 	if !to.final || to.deletes {
 		// The store changed these memories too: the store wins, the local
 		// versions go to the conflict log. (Not on an unclean end, which
 		// only pushes writes.)
-		for _, id := range conflicted {
-			if err := f.e.resolve(ctx, id); err != nil {
-				transient++
+		for _, id := range r.conflicted {
+			if err := e.resolve(ctx, id); err != nil {
+				r.transient++
 			}
 		}
 	}
+	r.res.Conflicts = len(r.conflicted)
 	switch {
-	case transient > 0:
-		f.e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded", transient))
-	case res.Uploaded+res.Deleted > 0:
-		f.e.outage.ok()
+	case r.transient > 0:
+		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded", r.transient))
+	case r.res.Uploaded+r.res.Deleted > 0:
+		e.outage.ok()
 	}
-	res.Left = len(f.journal.Pending())
-	return res
+	r.res.Left = e.journal.Stats().Pending
+	if r.res.Uploaded+r.res.Deleted+r.res.Conflicts > 0 {
+		f.log.WithFields(logrus.Fields{"uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
+			"failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
+	}
+	e.syncMu.Lock()
+	f.last = PassInfo{At: start, Duration: e.now().Sub(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0}
+	if f.last.Clean {
+		f.lastClean = start
+	}
+	e.syncMu.Unlock()
+	return r.res
 }
 
-// target is the memory an update or delete op is about.
-func (o op) target() string {
-	if o.replace != nil {
-		return o.replace.Origin
-	}
-	return o.entry.Origin
-}
-
-// upload sends one create or update and confirms it in the journal. The
-// sha it sends is remembered until seen again, so the overlay doesn't take
-// our own write for a remote edit.
+// upload sends one create or update and settles the answer.
+//
+// REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) upload(ctx context.Context, o op) error {
-	e := o.entry
-	content := string(e.Content)
-	if o.kind == "create" {
-		f.noteCreate(e.Path, store.SHA256Hex(content))
-		m, err := f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
-		if err != nil {
-			return err
-		}
-		if f.othersMemory(e, m) {
-			return store.PathConflict(e.Path, m.ID, m.Path)
-		}
-		return f.confirm(e, m)
-	}
-	origin, base := o.target(), e.BaseSHA
-	if o.replace != nil {
-		base = o.replace.BaseSHA
-	}
-	f.noteSent(origin, store.SHA256Hex(content))
-	m, err := f.opts.Store.UpdateMemory(ctx, f.opts.StoreID, origin, store.UpdateMemoryInput{
-		Content: &content, Path: &e.Path, ExpectedSHA256: &base})
-	if errors.Is(err, store.ErrNotFound) {
-		// Deleted in the store meanwhile: the local file is the only copy.
-		f.noteCreate(e.Path, store.SHA256Hex(content))
-		m, err = f.opts.Store.CreateMemory(ctx, f.opts.StoreID, e.Path, content)
-		if err == nil {
-			f.forget(origin)
-		}
-	}
+	m, recreated, err := f.send(ctx, o)
 	if err != nil {
 		return err
 	}
-	if o.replace != nil {
-		if err := f.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil {
-			return err
+	f.e.syncMu.Lock()
+	defer f.e.syncMu.Unlock()
+	return f.settle(o, m, recreated)
+}
+
+// send makes the request of one op, without syncMu. The sha it sends is
+// remembered (under syncMu, briefly) until seen again, so the overlay
+// doesn't take our own write for a remote edit. An update answered 404
+// (the memory was deleted meanwhile) becomes a create: the local file is
+// the only copy.
+func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bool, err error) {
+	e := o.entry
+	content := string(e.Content)
+	sha := store.SHA256Hex(content)
+	st, sid := f.e.opts.Store, f.e.opts.StoreID
+	if o.kind == opCreate {
+		f.e.locked(func() { f.e.ms.created[e.Path] = sha })
+		m, err := st.CreateMemory(ctx, sid, e.Path, content)
+		if err != nil {
+			return nil, false, err
 		}
+		if f.othersMemory(e, m) {
+			return nil, false, store.PathConflict(e.Path, m.ID, m.Path)
+		}
+		return m, false, nil
 	}
-	return f.confirm(e, m)
+	origin, base := o.target(), o.base()
+	f.e.locked(func() { f.e.ms.noteSent(origin, sha) })
+	m, err = st.UpdateMemory(ctx, sid, origin, store.UpdateMemoryInput{Content: &content, Path: &e.Path, ExpectedSHA256: &base})
+	if errors.Is(err, store.ErrNotFound) {
+		f.e.locked(func() { f.e.ms.created[e.Path] = sha })
+		m, err = st.CreateMemory(ctx, sid, e.Path, content)
+		recreated = err == nil
+	}
+	return m, recreated, err
 }
 
 // othersMemory reports whether m, which a create of e returned, is the
@@ -272,150 +355,92 @@ func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 	return e.Origin == "" && f.moving[m.ID]
 }
 
-// noteSent and forget change the merge state from upload goroutines.
-func (f *flusher) noteSent(memoryID, sha string) {
-	f.sentMu.Lock()
-	defer f.sentMu.Unlock()
-	f.e.ms.noteSent(memoryID, sha)
-}
-
-func (f *flusher) noteCreate(path, sha string) {
-	f.sentMu.Lock()
-	defer f.sentMu.Unlock()
-	f.e.ms.created[path] = sha
-}
-
-func (f *flusher) forget(memoryID string) {
-	f.sentMu.Lock()
-	defer f.sentMu.Unlock()
-	f.e.ms.forget(memoryID)
-}
-
-// confirm settles an upload the store answered. The answer is a look at
-// the store: what we sent is no longer to be recognized as our own write
-// (a later identical write by someone else is a remote edit).
-func (f *flusher) confirm(e journal.Entry, m *store.Memory) error {
-	f.sentMu.Lock()
+// settle records an upload the store answered: the journal releases (or
+// rebases) the entry, and the answer — a look at the store — becomes what
+// this mount agrees on, unless the engine settled the memory meanwhile
+// (its gen moved: the overlay applied a change at least as new).
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
+	e, ms := o.entry, &f.e.ms
+	if recreated {
+		ms.forget(o.target())
+	}
+	if o.replace != nil {
+		if err := f.e.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
+			return err
+		}
+	}
+	if o.kind == opCreate || recreated {
+		f.storeSize++
+	}
 	delete(f.refused, e.FileID)
-	f.e.ms.agree(e.FileID, m)
-	delete(f.e.ms.sent, m.ID)
-	delete(f.e.ms.created, e.Path)
-	f.sentMu.Unlock()
-	if err := f.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
+	delete(f.capped, e.FileID)
+	delete(f.waits, e.FileID)
+	fresh := ms.gen[m.ID] == 0
+	if o.kind == opUpdate && !recreated {
+		fresh = ms.gen[m.ID] == o.gen
+	}
+	if fresh {
+		ms.agree(e.FileID, m)
+	}
+	delete(ms.sent, m.ID)
+	delete(ms.created, e.Path)
+	if err := f.e.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		return err
 	}
 	return nil
 }
 
-// judge classifies a failed change and warns once per refused file.
+// judge classifies a failed change, records why it waits, and warns once
+// per file where a person should know.
+//
+// REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) judge(e journal.Entry, err error) verdict {
+	f.e.syncMu.Lock()
+	defer f.e.syncMu.Unlock()
+	return f.judgeLocked(e, err)
+}
+
+// judgeLocked is judge with syncMu held.
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) judgeLocked(e journal.Entry, err error) verdict {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
+	w := wait{err: err.Error(), lsn: e.LSN, at: f.e.now()}
+	v := transientFailure
 	switch {
 	case errors.Is(err, store.ErrPathConflict):
-		return pathFailure
+		w.reason, v = ReasonPath, pathFailure
 	case errors.Is(err, store.ErrPreconditionFailed):
-		return conflictFailure
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrLimit):
+		w.reason, v = ReasonConflict, conflictFailure
+	case errors.Is(err, store.ErrLimit):
+		// The cap is a passing condition (another client deletes a
+		// memory): retried every pass, warned once per change.
+		if lsn, warned := f.capped[e.FileID]; !warned || lsn != e.LSN {
+			l.WithError(err).Warn("the store is at its memory cap: this new file stays local and is retried every pass until there is room")
+		}
+		f.capped[e.FileID] = e.LSN
+		w.reason, v = ReasonCap, capFailure
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
 		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {
 			l.WithError(err).Warn("the store refused this file; it stays local and is retried once it changes")
 		}
 		f.refused[e.FileID] = e.LSN
-		return refusedFailure
+		w.reason, v = ReasonRefused, refusedFailure
 	case errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrUnauthorized):
 		if !f.e.outage.isDown() {
 			l.WithError(err).Warn("the store refused the credential for this change (token expired or store archived?); it stays journaled and is retried")
 		}
+		w.reason = ReasonCredential
+	default:
+		w.reason = ReasonUnreachable
 	}
-	return transientFailure
+	f.waits[e.FileID] = w
+	return v
 }
 
-// deleteCap is how many deletes one pass may send: a quarter of the store,
-// at least 8, at most 50.
-func deleteCap(storeSize int) int {
-	return min(max(storeSize/4, 8), 50)
-}
-
-// sendDeletes applies the deletion mode, the 30 s + confirming-tick rule,
-// the whole-store guard and the per-tick cap. It returns how many were
-// sent, how many remain, and how many failed transiently.
-func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to tickOptions) (sent, left, transient int, conflicted []string) {
-	now := time.Now()
-	live := map[string]bool{}
-	for _, d := range dels {
-		live[d.FileID] = true
-	}
-	for id := range f.deleteSeen {
-		if !live[id] {
-			delete(f.deleteSeen, id) // reappeared or settled: cancel the watch
-		}
-	}
-	if len(dels) == 0 {
-		return 0, 0, 0, nil
-	}
-	if !to.deletes {
-		return 0, len(dels), 0, nil
-	}
-	if f.storeSize >= 2 && len(dels) >= f.storeSize && f.tree.FileCount() == 0 {
-		f.log.WithField("files", len(dels)).Warn("every file of the store disappeared at once: treated as an accident, nothing is deleted in the store; the files are restored from the store")
-		for _, d := range dels {
-			if err := f.e.restore(ctx, d); err != nil {
-				transient++
-			}
-		}
-		return 0, len(dels), transient, nil
-	}
-	var due []journal.Entry
-	for _, d := range dels {
-		w, ok := f.deleteSeen[d.FileID]
-		if !ok || w.lsn != d.LSN {
-			w = deleteWatch{lsn: d.LSN, tick: f.ticks, at: now}
-			f.deleteSeen[d.FileID] = w
-		}
-		if to.waiveDelay || (now.Sub(w.at) >= f.opts.DeleteDelay && f.ticks > w.tick) {
-			due = append(due, d)
-		}
-	}
-	sort.Slice(due, func(i, j int) bool { return due[i].LSN < due[j].LSN })
-	limit := deleteCap(f.storeSize)
-	if len(due) > limit {
-		f.log.WithFields(logrus.Fields{"sending": limit, "held_back": len(due) - limit}).Warn("deletions held back by the per-pass cap; the rest follow on later passes")
-		due = due[:limit]
-	}
-	for _, d := range due {
-		switch f.opts.Deletions {
-		case DeletionsDisabled:
-			// Never delete in the store; the file stays gone locally.
-			f.settleDelete(d)
-			continue
-		case DeletionsLogOnly:
-			f.log.WithField("path", d.Path).Warn("would delete memory " + d.Path)
-			f.settleDelete(d)
-			continue
-		}
-		sha := d.BaseSHA
-		err := f.opts.Store.DeleteMemory(ctx, f.opts.StoreID, d.Origin, &sha)
-		switch {
-		case err == nil, errors.Is(err, store.ErrNotFound):
-			f.settleDelete(d)
-			f.e.ms.forget(d.Origin)
-			sent++
-			f.storeSize--
-		case errors.Is(err, store.ErrPreconditionFailed):
-			// The store changed it: the store's version comes back.
-			conflicted = append(conflicted, d.Origin)
-		default:
-			if f.judge(d, err) == transientFailure {
-				transient++
-			}
-		}
-	}
-	return sent, len(dels) - sent, transient, conflicted
-}
-
-// settleDelete releases a pending delete (sent, or not to be sent).
-func (f *flusher) settleDelete(d journal.Entry) {
-	delete(f.deleteSeen, d.FileID)
-	if err := f.journal.Confirm(d.FileID, d.LSN, "", "", d.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
-		f.log.WithError(err).WithField("path", d.Path).Error("could not record a settled delete in the journal")
-	}
+// sortByLSN orders ops as their changes were made.
+func sortByLSN(ops []op) {
+	sort.Slice(ops, func(i, j int) bool { return ops[i].entry.LSN < ops[j].entry.LSN })
 }

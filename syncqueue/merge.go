@@ -1,8 +1,8 @@
 package syncqueue
 
 import (
-	"context"
 	"errors"
+	"fmt"
 
 	"github.com/sirupsen/logrus"
 
@@ -19,10 +19,16 @@ type memState struct {
 
 // mergeState is the engine's view of the store, GUARDED_BY(Engine.syncMu):
 // the flusher and the overlay both take syncMu before changing it, the
-// journal or the tree on behalf of the store.
+// journal or the tree on behalf of the store — and never hold it across a
+// request to the store.
 type mergeState struct {
 	known    map[string]memState // memory id -> base
 	byMemory map[string]string   // memory id -> local file id
+	// gen counts, per memory, the changes of known and byMemory. A
+	// request made without the lock (a fetch, an upload) notes it before
+	// and compares after: a memory whose gen moved meanwhile was settled
+	// by someone else, and the answer may be older than what was applied.
+	gen map[string]uint64
 	// sent remembers, per memory, the sha of content we sent and have not
 	// yet seen come back: a change carrying it is our own write, not a
 	// remote edit (a lost response must not look like a conflict).
@@ -34,7 +40,8 @@ type mergeState struct {
 }
 
 func newMergeState() mergeState {
-	return mergeState{known: map[string]memState{}, byMemory: map[string]string{}, sent: map[string]map[string]bool{}, created: map[string]string{}}
+	return mergeState{known: map[string]memState{}, byMemory: map[string]string{}, gen: map[string]uint64{},
+		sent: map[string]map[string]bool{}, created: map[string]string{}}
 }
 
 func (s *mergeState) noteSent(memoryID, sha string) {
@@ -52,12 +59,20 @@ func (s *mergeState) noteSent(memoryID, sha string) {
 func (s *mergeState) agree(fileID string, m *store.Memory) {
 	s.known[m.ID] = memState{path: m.Path, sha: m.ContentSHA256}
 	s.byMemory[m.ID] = fileID
+	s.gen[m.ID]++
 }
 
 func (s *mergeState) forget(memoryID string) {
 	delete(s.known, memoryID)
 	delete(s.byMemory, memoryID)
 	delete(s.sent, memoryID)
+	s.gen[memoryID]++
+}
+
+// agrees reports whether the store's m is exactly what was agreed on.
+func (s *mergeState) agrees(m *store.Memory) bool {
+	k, ok := s.known[m.ID]
+	return ok && k.sha == m.ContentSHA256 && k.path == m.Path
 }
 
 // pendingOf returns the journal's pending entry of a file, if any.
@@ -65,149 +80,212 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 	if fileID == "" || e.journal == nil {
 		return journal.Entry{}, false
 	}
-	for _, p := range e.journal.Pending() {
-		if p.FileID == fileID {
-			return p, true
-		}
-	}
-	return journal.Entry{}, false
+	return e.journal.Lookup(fileID)
 }
 
 // applyRemote merges the store's state of one memory into the local copy,
-// by the rules of sync.md: m is the memory as the store holds it now, or
-// nil when it is gone. The store wins every collision; a losing local
-// version goes to the conflict log.
+// by the merge table of sync.md: m is the memory as the store holds it
+// now, or nil when it is gone. The store wins every collision; a losing
+// local version goes to the conflict log. Each row of the table is one
+// function below.
 //
-// It fails only when the conflict log can't be written; then nothing is
-// settled and the local version stays journaled.
+// It fails — settling nothing, so that the change is merged again later —
+// when a local version can't be kept: the conflict log can't be written,
+// or writes through a handle still open can't be journaled (a full state
+// dir). A local file is never replaced before its content is safe.
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
-	ms := &e.ms
-	log := e.log.WithField("memory_id", memoryID)
-	fileID, local := ms.byMemory[memoryID]
+	fileID, local := e.ms.byMemory[memoryID]
 	if local {
-		e.commitOpen(fileID)
-	}
-	p, pending := e.pendingOf(fileID)
-	if m != nil {
-		log = log.WithField("path", m.Path)
-		ours := ms.sent[memoryID][m.ContentSHA256]
-		if ours {
-			// Our own write coming back (perhaps its response was lost):
-			// not a remote edit. Forget it now, so that a later identical
-			// write by someone else counts as remote.
-			delete(ms.sent, memoryID)
-		}
-		k, ok := ms.known[memoryID]
-		agreed := ok && k.sha == m.ContentSHA256 && k.path == m.Path
-		// Nothing new — unless a pending change was made against another
-		// base (it raced with an earlier remote change): that one must be
-		// resolved now or it would be refused for ever.
-		if ours && local && pending && !p.Deleted && p.Origin == memoryID && p.BaseSHA != m.ContentSHA256 {
-			// A newer local change was made on top of our own write.
-			if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
-				log.WithError(err).Error("could not rebase a pending change in the journal")
-			}
-			ms.agree(fileID, m)
-			return nil
-		}
-		if (agreed || ours) && (!pending || p.Deleted || p.Origin == "" || p.BaseSHA == m.ContentSHA256) {
-			if ours && !agreed && local {
-				ms.agree(fileID, m)
-			}
-			return nil
-		}
-	}
-
-	if m == nil { // deleted in the store
-		if !local {
-			return nil
-		}
-		ms.forget(memoryID)
-		switch {
-		case !pending:
-			e.treeApply(fs.Change{FileID: fileID, Deleted: true})
-		case p.Deleted:
-			e.confirm(p, "", "", p.Path) // deleted on both sides
-		case e.opts.ReadOnly:
-			e.treeApply(fs.Change{FileID: fileID, Deleted: true})
-		default:
-			// Changed here, deleted there: the local file is the only copy.
-			if err := e.journal.Rebase(fileID, "", ""); err != nil {
-				log.WithError(err).Error("could not journal the re-creation of a memory deleted in the store")
-				return nil
-			}
-			log.Warn("the memory was deleted in the store but changed here: it will be created again from the local file")
-		}
-		return nil
-	}
-
-	content := []byte(*m.Content)
-	if !local {
-		// A memory new to this mount. A local file may already stand at
-		// its path (created here, not yet uploaded).
-		ourCreate := ms.created[m.Path] == m.ContentSHA256
-		delete(ms.created, m.Path)
-		if id, isDir, ok := e.tree.At(m.Path); ok && !isDir && id != "" {
-			e.commitOpen(id)
-			if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" {
-				if ourCreate && store.SHA256Hex(string(lp.Content)) != m.ContentSHA256 {
-					// Our own create, whose answer was lost, and the file
-					// changed again since: the newer content goes up on top
-					// of it, as an update of that memory.
-					if err := e.journal.Rebase(id, m.ID, m.ContentSHA256); err != nil {
-						log.WithError(err).Error("could not rebase a pending change in the journal")
-					}
-					ms.agree(id, m)
-					return nil
-				}
-				if store.SHA256Hex(string(lp.Content)) != m.ContentSHA256 {
-					if err := e.keepConflict(lp, m, "created here and in the store at the same path"); err != nil {
-						return err
-					}
-					e.treeApply(fs.Change{FileID: id, Path: m.Path, Content: content})
-				}
-				e.confirm(lp, m.ID, m.ContentSHA256, m.Path)
-				ms.agree(id, m)
-				return nil
-			}
-		} else if ok && isDir {
-			log.Warn("the store has a memory where this mount has a directory; skipped until one of them moves")
-			return nil
-		}
-		if err := e.displace(m, memoryID); err != nil {
+		if err := e.commitOpen(fileID); err != nil {
 			return err
 		}
-		e.treeApply(fs.Change{FileID: memoryID, Path: m.Path, Content: content})
-		e.setBase(memoryID, m)
-		ms.agree(memoryID, m)
+	}
+	switch {
+	case m == nil && !local:
+		return nil // deleted/deleted, or never seen here
+	case m == nil:
+		return e.storeDeleted(memoryID, fileID)
+	case !local:
+		return e.storeNew(m)
+	}
+	log := e.log.WithFields(logrus.Fields{"memory_id": memoryID, "path": m.Path})
+	p, pending := e.pendingOf(fileID)
+	ours := e.ms.sent[memoryID][m.ContentSHA256]
+	if ours {
+		// Our own write coming back (perhaps its response was lost): not
+		// a remote edit. Forget it now, so that a later identical write
+		// by someone else counts as remote.
+		delete(e.ms.sent, memoryID)
+	}
+	if ours && pending && !p.Deleted && p.Origin == memoryID && p.BaseSHA != m.ContentSHA256 {
+		return e.ourWriteBack(fileID, p, m, log)
+	}
+	agreed := e.ms.agrees(m)
+	if (agreed || ours) && (!pending || p.Deleted || p.Origin == "" || p.BaseSHA == m.ContentSHA256) {
+		// Nothing new for the local copy (the local change, if any, was
+		// made against this very state and goes up as it is).
+		if ours && !agreed {
+			e.ms.agree(fileID, m)
+		}
 		return nil
 	}
-
 	if err := e.displace(m, fileID); err != nil {
 		return err
 	}
+	var err error
 	switch {
 	case !pending:
-		// Unchanged here: take the store's version.
-		e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: content})
-		e.setBase(fileID, m)
+		err = e.takeStore(fileID, m)
 	case p.Deleted:
-		log.Warn("the memory changed in the store after it was deleted here: the store's version is restored")
-		e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: content})
-		e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+		err = e.restoreDeletedHere(p, m, log)
 	case p.Path == m.Path && store.SHA256Hex(string(p.Content)) == m.ContentSHA256:
-		// Changed to the same bytes on both sides: adopt silently.
-		e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+		err = e.adopt(p, m)
 	default:
-		if err := e.keepConflict(p, m, "changed here and in the store"); err != nil {
+		err = e.storeWins(fileID, p, m, "changed here and in the store")
+	}
+	if err != nil {
+		return err
+	}
+	e.ms.agree(fileID, m)
+	return nil
+}
+
+// ourWriteBack: the store holds a write we sent, and the file's pending
+// entry was made against an older base. Either the entry is exactly what
+// we sent (its upload is still being answered): it is settled; or the
+// file changed again on top of it: the newer change is rebased on our
+// write, so its upload carries the right precondition.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) ourWriteBack(fileID string, p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
+	if p.Path == m.Path && store.SHA256Hex(string(p.Content)) == m.ContentSHA256 {
+		e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+	} else if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
+		log.WithError(err).Error("could not rebase a pending change in the journal")
+	}
+	e.ms.agree(fileID, m)
+	return nil
+}
+
+// takeStore — store changed, local unchanged: take the store's version.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) takeStore(fileID string, m *store.Memory) error {
+	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.setBase(fileID, m)
+	return nil
+}
+
+// restoreDeletedHere — store changed, local deleted: the store's version
+// comes back (a delete is the one change safe to lose).
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) restoreDeletedHere(p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
+	log.Warn("the memory changed in the store after it was deleted here: the store's version is restored")
+	e.treeApply(fs.Change{FileID: p.FileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+	return nil
+}
+
+// adopt — changed to the same bytes (and path) on both sides: adopt
+// silently, no upload, no conflict.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) adopt(p journal.Entry, m *store.Memory) error {
+	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+	return nil
+}
+
+// storeWins — changed on both sides (or an upload refused 409): the local
+// file takes the store's version, the local version goes to the conflict
+// log first.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) storeWins(fileID string, p journal.Entry, m *store.Memory, reason string) error {
+	if err := e.keepConflict(p, m, reason); err != nil {
+		return err
+	}
+	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+	return nil
+}
+
+// storeDeleted handles a memory gone from the store whose file is here:
+//   - local unchanged: the local file goes;
+//   - local deleted too: nothing to do but settle;
+//   - local changed (writable store): the local file is the only copy, and
+//     it is created again;
+//   - a read-only mount can't have changed it: the file goes.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) storeDeleted(memoryID, fileID string) error {
+	e.ms.forget(memoryID)
+	p, pending := e.pendingOf(fileID)
+	switch {
+	case !pending || e.opts.ReadOnly:
+		e.treeApply(fs.Change{FileID: fileID, Deleted: true})
+	case p.Deleted:
+		e.confirm(p, "", "", p.Path)
+	default:
+		log := e.log.WithFields(logrus.Fields{"memory_id": memoryID, "path": p.Path})
+		if err := e.journal.Rebase(fileID, "", ""); err != nil {
+			log.WithError(err).Error("could not journal the re-creation of a memory deleted in the store")
+			return nil
+		}
+		log.Warn("the memory was deleted in the store but changed here: it will be created again from the local file")
+	}
+	return nil
+}
+
+// storeNew places a memory new to this mount. A file created here, not
+// yet uploaded, may already stand at its path: our own create whose
+// answer was lost (recognised, adopted or rebased), the same bytes
+// (adopted), or other bytes (store wins, the local file to the conflict
+// log). A directory at its path keeps the memory out until one moves.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) storeNew(m *store.Memory) error {
+	log := e.log.WithFields(logrus.Fields{"memory_id": m.ID, "path": m.Path})
+	ourCreate := e.ms.created[m.Path] == m.ContentSHA256
+	delete(e.ms.created, m.Path)
+	id, isDir, ok := e.tree.At(m.Path)
+	if ok && isDir {
+		log.Warn("the store has a memory where this mount has a directory; skipped until one of them moves")
+		return nil
+	}
+	if ok && id != "" {
+		if err := e.commitOpen(id); err != nil {
 			return err
 		}
-		e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: content})
-		e.confirm(p, m.ID, m.ContentSHA256, m.Path)
+		if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" {
+			same := store.SHA256Hex(string(lp.Content)) == m.ContentSHA256
+			switch {
+			case ourCreate && !same:
+				// Our own create, whose answer was lost, and the file
+				// changed again since: the newer content goes up on top
+				// of it, as an update of that memory.
+				if err := e.journal.Rebase(id, m.ID, m.ContentSHA256); err != nil {
+					log.WithError(err).Error("could not rebase a pending change in the journal")
+				}
+			case !same:
+				if err := e.storeWins(id, lp, m, "created here and in the store at the same path"); err != nil {
+					return err
+				}
+			default:
+				e.confirm(lp, m.ID, m.ContentSHA256, m.Path)
+			}
+			e.ms.agree(id, m)
+			return nil
+		}
 	}
-	ms.agree(fileID, m)
+	if err := e.displace(m, m.ID); err != nil {
+		return err
+	}
+	e.treeApply(fs.Change{FileID: m.ID, Path: m.Path, Content: []byte(*m.Content)})
+	e.setBase(m.ID, m)
+	e.ms.agree(m.ID, m)
 	return nil
 }
 
@@ -259,7 +337,9 @@ func (e *Engine) displace(m *store.Memory, fileID string) error {
 	if !ok || isDir || id == "" || id == fileID {
 		return nil
 	}
-	e.commitOpen(id)
+	if err := e.commitOpen(id); err != nil {
+		return err
+	}
 	p, pending := e.pendingOf(id)
 	if !pending || p.Deleted {
 		return nil
@@ -273,18 +353,22 @@ func (e *Engine) displace(m *store.Memory, fileID string) error {
 	return nil
 }
 
-// commitOpen journals what was written to a file through a handle not yet
-// closed, before a remote change is merged into it (fs.Tree.CommitFile):
-// those writes are a local change like any other.
+// commitOpen journals what was written to a file and not journaled yet —
+// through a handle not yet closed, or a close the journal could not take
+// — before a remote change is merged into it (fs.Tree.CommitFile): those
+// writes are a local change like any other. If they can't be journaled,
+// the file must not be touched: the error makes the caller leave it, and
+// the remote change is merged again later.
 //
 // REQUIRES: e.syncMu held.
-func (e *Engine) commitOpen(fileID string) {
+func (e *Engine) commitOpen(fileID string) error {
 	if e.journal == nil || fileID == "" {
-		return
+		return nil
 	}
 	if err := e.tree.CommitFile(fileID); err != nil {
-		e.log.WithError(err).WithField("file_id", fileID).Error("could not journal a file's unclosed writes before merging a remote change; the store's version replaces them")
+		return localError{fmt.Errorf("a local file has writes the journal can't take yet, so the store's change to it waits: %w", err)}
 	}
+	return nil
 }
 
 // treeApply applies one change to the tree, logging what it can't show.
@@ -310,44 +394,9 @@ func (e *Engine) keepConflict(p journal.Entry, m *store.Memory, reason string) e
 	fields := logrus.Fields{"path": p.Path, "local_sha256": c.LocalSHA, "store_sha256": m.ContentSHA256}
 	if err != nil {
 		e.log.WithFields(fields).WithError(err).Error("conflict: could not keep the local version; it stays journaled")
-		return err
+		return localError{err}
 	}
 	e.log.WithFields(fields).WithField("conflict", c.ID).Warn("conflict: the store's version won; the local version is kept in the conflict log (memfs conflicts show " + c.ID + ")")
-	return nil
-}
-
-// resolve fetches one memory and merges it (a 409 on upload, or a change
-// seen in the feed or a listing).
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) resolve(ctx context.Context, memoryID string) error {
-	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, memoryID)
-	if errors.Is(err, store.ErrNotFound) {
-		m, err = nil, nil
-	}
-	if err != nil {
-		return err
-	}
-	return e.applyRemote(memoryID, m)
-}
-
-// restore brings back the store's version of a file deleted here (the
-// whole-store guard), settling the pending delete.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) restore(ctx context.Context, d journal.Entry) error {
-	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, d.Origin)
-	if errors.Is(err, store.ErrNotFound) {
-		e.confirm(d, "", "", d.Path)
-		e.ms.forget(d.Origin)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	e.treeApply(fs.Change{FileID: d.FileID, Path: m.Path, Content: []byte(*m.Content)})
-	e.confirm(d, m.ID, m.ContentSHA256, m.Path)
-	e.ms.agree(d.FileID, m)
 	return nil
 }
 

@@ -1,28 +1,41 @@
 package syncqueue
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
 )
 
 // outage reports the store's reachability once per outage: one "store
 // unreachable" warning with the error, one "recovered" line with the count
-// of failures — never a line per attempt. The flusher and the overlay share
-// it.
+// of failures — never a line per attempt. The flusher, the overlay and the
+// watchdog share it.
 type outage struct {
-	log      logrus.FieldLogger
+	log logrus.FieldLogger
+	now func() time.Time
+
 	mu       sync.Mutex
-	down     bool // GUARDED_BY(mu)
-	failures int  // GUARDED_BY(mu)
+	down     bool      // GUARDED_BY(mu)
+	failures int       // GUARDED_BY(mu)
+	lastErr  error     // GUARDED_BY(mu): the last failure, kept after recovery for status
+	lastAt   time.Time // GUARDED_BY(mu)
+	since    time.Time // GUARDED_BY(mu): start of the current outage
 }
 
 func (o *outage) fail(err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
+	o.lastErr, o.lastAt = err, o.now()
 	if !o.down {
-		o.down = true
+		o.down, o.since = true, o.lastAt
 		o.log.WithError(err).Warn("store unreachable: the mount keeps working, changes stay journaled and are retried")
 	}
 }
@@ -31,7 +44,7 @@ func (o *outage) ok() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.down {
-		o.log.WithField("failures", o.failures).Info("store recovered")
+		o.log.WithFields(logrus.Fields{"failures": o.failures, "outage": o.now().Sub(o.since).Round(time.Millisecond).String()}).Info("store recovered")
 		o.down, o.failures = false, 0
 	}
 }
@@ -42,3 +55,149 @@ func (o *outage) isDown() bool {
 	defer o.mu.Unlock()
 	return o.down
 }
+
+// last returns the last failure and when it happened.
+func (o *outage) last() (error, time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastErr, o.lastAt, o.down
+}
+
+// inflight tracks the requests to the store that have not answered yet,
+// so the watchdog can report a store that stops answering without waiting
+// for a request to time out.
+type inflight struct {
+	mu    sync.Mutex
+	next  uint64
+	calls map[uint64]*call // GUARDED_BY(mu)
+}
+
+type call struct {
+	what     string
+	start    time.Time
+	allow    time.Duration // expected duration beyond StallAfter (a long poll's wait)
+	reported bool
+}
+
+func newInflight() *inflight { return &inflight{calls: map[uint64]*call{}} }
+
+// begin registers a request; the returned func ends it.
+func (f *inflight) begin(what string, allow time.Duration) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	id := f.next
+	f.calls[id] = &call{what: what, start: time.Now(), allow: allow}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.calls, id)
+	}
+}
+
+// overdue returns the first request unanswered for longer than stall (plus
+// its allowance) that was not reported yet, and marks it reported: one
+// stuck request makes one report, however long it hangs.
+func (f *inflight) overdue(now time.Time, stall time.Duration) (string, time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.calls {
+		if age := now.Sub(c.start); !c.reported && age > stall+c.allow {
+			c.reported = true
+			return c.what, age, true
+		}
+	}
+	return "", 0, false
+}
+
+// watchPeriod is how often the watchdog looks at the requests in flight.
+const watchPeriod = 250 * time.Millisecond
+
+// watch reports the store unreachable when a request has gone unanswered
+// for StallAfter: a blackholed network keeps a request hanging for the
+// client's whole timeout and retries, and nothing would be said meanwhile.
+func (e *Engine) watch(ctx context.Context) {
+	t := time.NewTicker(watchPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if what, age, ok := e.calls.overdue(time.Now(), e.opts.StallAfter); ok {
+				e.outage.fail(fmt.Errorf("%w: no answer to %s for %s", store.ErrUnavailable, what, age.Round(time.Second)))
+			}
+		}
+	}
+}
+
+// watchedStore registers every request with the watchdog.
+type watchedStore struct {
+	Store
+	calls    *inflight
+	pollWait time.Duration
+}
+
+func (s watchedStore) GetStore(ctx context.Context, storeID string) (*store.Store, error) {
+	defer s.calls.begin("get store", 0)()
+	return s.Store.GetStore(ctx, storeID)
+}
+
+func (s watchedStore) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
+	defer s.calls.begin("list memories", 0)()
+	return s.Store.ListMemories(ctx, storeID, opts)
+}
+
+func (s watchedStore) GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error) {
+	defer s.calls.begin("get memory", 0)()
+	return s.Store.GetMemory(ctx, storeID, memoryID)
+}
+
+func (s watchedStore) Changes(ctx context.Context, storeID string, after int64, limit int, wait time.Duration) (store.ChangePage, error) {
+	defer s.calls.begin("the change feed", wait)()
+	return s.Store.Changes(ctx, storeID, after, limit, wait)
+}
+
+func (s watchedStore) CreateMemory(ctx context.Context, storeID, path, content string) (*store.Memory, error) {
+	defer s.calls.begin("create memory", 0)()
+	return s.Store.CreateMemory(ctx, storeID, path, content)
+}
+
+func (s watchedStore) UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error) {
+	defer s.calls.begin("update memory", 0)()
+	return s.Store.UpdateMemory(ctx, storeID, memoryID, in)
+}
+
+func (s watchedStore) DeleteMemory(ctx context.Context, storeID, memoryID string, expectedSHA256 *string) error {
+	defer s.calls.begin("delete memory", 0)()
+	return s.Store.DeleteMemory(ctx, storeID, memoryID, expectedSHA256)
+}
+
+// localError is a failure on this host (the journal or the conflict log
+// could not be written), not of the store: it must not read as an outage.
+type localError struct{ error }
+
+func (e localError) Unwrap() error { return e.error }
+
+func isLocal(err error) bool {
+	var l localError
+	return errors.As(err, &l)
+}
+
+// backoff is a capped exponential backoff with jitter: each wait is spread
+// over [d/2, d), and d doubles up to max.
+type backoff struct {
+	min, max, d time.Duration
+}
+
+func newBackoff(min, max time.Duration) backoff { return backoff{min: min, max: max, d: min} }
+
+// next returns the next wait and doubles the following one.
+func (b *backoff) next() time.Duration {
+	w := b.d/2 + rand.N(b.d/2+1)
+	b.d = min(b.d*2, b.max)
+	return w
+}
+
+// reset starts again from min.
+func (b *backoff) reset() { b.d = b.min }

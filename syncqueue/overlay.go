@@ -3,7 +3,6 @@ package syncqueue
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/memfs/memfs/store"
@@ -22,8 +21,9 @@ const DefaultPollWait = 25 * time.Second
 
 // follow runs the overlay until ctx ends.
 func (e *Engine) follow(ctx context.Context) {
-	backoff := time.Second
-	feed := e.cursor > 0
+	bo := newBackoff(time.Second, 30*time.Second)
+	var feed bool
+	e.locked(func() { feed = e.cursor > 0 })
 	var lastList time.Time
 	for ctx.Err() == nil {
 		if !feed {
@@ -33,14 +33,12 @@ func (e *Engine) follow(ctx context.Context) {
 				}
 			}
 			lastList = time.Now()
-			if err := e.reconcile(ctx, false); err != nil {
-				e.outage.fail(err)
-			} else {
-				e.outage.ok()
-			}
+			e.report(e.reconcile(ctx, false))
 			continue
 		}
-		page, err := e.opts.Store.Changes(ctx, e.opts.StoreID, e.cursor, 1000, e.opts.PollWait)
+		var cursor int64
+		e.locked(func() { cursor = e.cursor })
+		page, err := e.opts.Store.Changes(ctx, e.opts.StoreID, cursor, 1000, e.opts.PollWait)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -50,35 +48,56 @@ func (e *Engine) follow(ctx context.Context) {
 			continue
 		case errors.Is(err, store.ErrGone):
 			e.log.Info("the change feed no longer holds this mount's cursor: listing the store again")
-			if err := e.reconcile(ctx, true); err != nil {
-				e.outage.fail(err)
-				sleepCtx(ctx, jitter(backoff))
-				backoff = min(backoff*2, 30*time.Second)
-			}
-			continue
-		case err != nil:
-			e.outage.fail(err)
-			if !sleepCtx(ctx, jitter(backoff)) {
+			err = e.reconcile(ctx, true)
+		case err == nil:
+			e.outage.ok()
+			err = e.applyPage(ctx, page)
+		}
+		if err != nil {
+			// The cursor did not move: the same changes come again.
+			e.report(err)
+			if !sleepCtx(ctx, bo.next()) {
 				return
 			}
-			backoff = min(backoff*2, 30*time.Second)
 			continue
 		}
-		backoff = time.Second
+		bo.reset()
+	}
+}
+
+// report tells the outage reporter how an overlay step went. A failure on
+// this host (the journal or conflict log can't be written) is no outage:
+// it is logged on its own, at debug after the first time in a row.
+func (e *Engine) report(err error) {
+	switch {
+	case err == nil:
 		e.outage.ok()
-		if err := e.applyPage(ctx, page); err != nil {
-			e.outage.fail(err)
-			sleepCtx(ctx, jitter(backoff))
-			continue // the cursor did not move: the same changes come again
-		}
+	case isLocal(err):
+		e.localWait(err)
+	default:
+		e.outage.fail(err)
+	}
+}
+
+// localWait logs that remote changes wait on this host's disk, once per
+// streak (status shows it meanwhile).
+func (e *Engine) localWait(err error) {
+	e.syncMu.Lock()
+	first := !e.remoteBlocked
+	e.remoteBlocked = true
+	e.syncMu.Unlock()
+	l := e.log.WithError(err)
+	if first {
+		l.Warn("a change from the store waits: a local version it would replace can't be kept yet (is the state dir full?); retried")
+	} else {
+		l.Debug("a change from the store still waits")
 	}
 }
 
 // applyPage merges one page of the feed: the latest change of each memory,
-// fetched once. The cursor moves only when every change was applied.
+// fetched once (without syncMu). The cursor moves only when every change
+// was applied.
 func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
 	last := map[string]store.Change{}
 	var order []string
 	for _, c := range page.Data {
@@ -89,32 +108,50 @@ func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
 	}
 	for _, id := range order {
 		c := last[id]
-		if c.Operation != store.OpDeleted && c.ContentSHA256 != nil {
-			if k, ok := e.ms.known[id]; ok && k.sha == *c.ContentSHA256 && k.path == c.Path {
-				continue // what we already agree on (often our own upload)
-			}
-			if e.adoptSame(id, c.Path, *c.ContentSHA256) {
-				continue // the same bytes as our pending change: nothing to fetch
-			}
-		}
-		var err error
 		if c.Operation == store.OpDeleted {
-			err = e.applyRemote(id, nil)
-		} else {
-			err = e.resolve(ctx, id)
+			var err error
+			e.locked(func() { err = e.applyRemote(id, nil) })
+			if err != nil {
+				return err
+			}
+			continue
 		}
-		if err != nil {
+		if c.ContentSHA256 != nil && e.settledWithoutFetch(id, c.Path, *c.ContentSHA256) {
+			continue
+		}
+		if err := e.resolve(ctx, id); err != nil {
 			return err
 		}
 	}
-	e.cursor = page.NextCursor
+	e.locked(func() { e.cursor, e.remoteBlocked = page.NextCursor, false })
 	return nil
+}
+
+// settledWithoutFetch reports whether a memory the store holds at path
+// with sha needs no fetch: it is what this mount agrees on already (often
+// our own upload), or exactly the bytes of the local file's pending change
+// there (adopted).
+//
+// REQUIRES: e.syncMu NOT held.
+func (e *Engine) settledWithoutFetch(id, path, sha string) bool {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	if k, ok := e.ms.known[id]; ok && k.sha == sha && k.path == path {
+		return true
+	}
+	return e.adoptSame(id, path, sha)
 }
 
 // reconcile lists the store (basic view) and merges every memory whose
 // path or sha differs from what this mount agreed on, and every memory
 // that disappeared. With fromHead it first takes the feed's head, so the
 // feed can be followed from there afterwards.
+//
+// A listing is never taken for a deletion: a memory this mount knows and
+// the listing did not show is looked up on its own, and only a 404 for it
+// removes the local file. A failed or partial listing (an error, a
+// server that ends a listing early) costs a request per missing memory,
+// never a file.
 func (e *Engine) reconcile(ctx context.Context, fromHead bool) error {
 	var head int64
 	if fromHead {
@@ -141,28 +178,30 @@ func (e *Engine) reconcile(ctx context.Context, fromHead bool) error {
 		}
 		opts.Page = p.NextPage
 	}
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	for id, st := range listed {
-		if k, ok := e.ms.known[id]; ok && k == st {
-			continue
+	var missing []string
+	e.locked(func() {
+		for id := range e.ms.known {
+			if _, ok := listed[id]; !ok {
+				missing = append(missing, id)
+			}
 		}
-		if e.adoptSame(id, st.path, st.sha) {
+	})
+	for id, st := range listed {
+		if e.settledWithoutFetch(id, st.path, st.sha) {
 			continue
 		}
 		if err := e.resolve(ctx, id); err != nil {
 			return err
 		}
 	}
-	for id := range e.ms.known {
-		if _, ok := listed[id]; !ok {
-			if err := e.applyRemote(id, nil); err != nil {
-				return err
-			}
+	for _, id := range missing {
+		// resolve fetches it: a 404 is a deletion, anything else merges.
+		if err := e.resolve(ctx, id); err != nil {
+			return err
 		}
 	}
 	if fromHead {
-		e.cursor = head
+		e.locked(func() { e.cursor = head })
 	}
 	return nil
 }
@@ -176,9 +215,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// jitter spreads d over [d/2, d).
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
 }

@@ -305,6 +305,19 @@ func (j *Journal) Pending() []Entry {
 	return out
 }
 
+// Snapshot returns the pending entries in LSN order without handing them
+// out (for status). Content is shared and must not be modified.
+func (j *Journal) Snapshot() []Entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ents := j.st.sortedPending()
+	out := make([]Entry, len(ents))
+	for i, e := range ents {
+		out[i] = e.Entry
+	}
+	return out
+}
+
 // Lookup returns the pending entry of one file, if any, without handing
 // it out. Content is shared and must not be modified.
 func (j *Journal) Lookup(fileID string) (Entry, bool) {

@@ -1,0 +1,147 @@
+package syncqueue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/store"
+)
+
+// TempPathPrefix begins the path a memory is parked at for the length of
+// one pass when the pass's moves form a cycle (mv a t; mv b a; mv t b:
+// each memory wants the other's path). The store can't swap two paths in
+// one request, so one memory of the cycle moves here first, the others
+// follow it round, and it takes its place last. The full path is
+// /.memfs-moving-<memory id>-<random hex>: a name no file of a mount can
+// hold by accident, unique per move. Other mounts of the store may see it
+// for that moment; a pass cut short (a crash, a final sync out of time)
+// leaves the memory there until the next pass of this mount, which moves
+// it on from the journal.
+const TempPathPrefix = "/.memfs-moving-"
+
+// resolvePaths retries, one at a time and in the order they were made,
+// the changes the store refused for a path conflict, once the pass's
+// other changes and deletes are in: a file moved onto a path another
+// change frees (a move, a rename over an existing file). Rounds repeat
+// while one makes progress; a round that makes none while the blocked
+// changes block each other is a cycle of moves, broken by parking one
+// memory at a temporary path (TempPathPrefix). What is still blocked
+// after that waits for the next pass, with its reason.
+//
+// REQUIRES: f.e.syncMu NOT held.
+func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
+	retry := r.retry
+	r.retry = nil
+	sortByLSN(retry)
+	for rounds := 2*len(retry) + 2; len(retry) > 0 && rounds > 0 && ctx.Err() == nil; rounds-- {
+		var still []op
+		progress := false
+		for _, o := range retry {
+			err := f.upload(ctx, o)
+			if err == nil {
+				r.done(o)
+				progress = true
+				continue
+			}
+			if v := f.judge(o.entry, err); v == pathFailure {
+				still = append(still, o)
+			} else {
+				r.failed(o, v)
+			}
+		}
+		retry = still
+		if progress || len(retry) == 0 {
+			continue
+		}
+		if !f.breakCycle(ctx, retry, r) {
+			break
+		}
+	}
+	r.mu.Lock()
+	r.res.Failed += len(retry)
+	r.mu.Unlock()
+	if len(retry) > 0 {
+		paths := make([]string, len(retry))
+		for i, o := range retry {
+			paths[i] = o.entry.Path
+		}
+		f.log.WithField("paths", strings.Join(paths, ",")).Info("changes wait on a path the store still holds for another memory; retried every pass")
+	}
+}
+
+// breakCycle parks at a temporary path one memory whose current path (as
+// the store holds it) blocks another blocked change — the path itself,
+// or a directory or file it collides with. It reports whether it moved
+// one (or found the store changed it too: then the store wins).
+//
+// REQUIRES: f.e.syncMu NOT held.
+func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool {
+	e := f.e
+	e.syncMu.Lock()
+	var mover *op
+	for i := range blocked {
+		y := &blocked[i]
+		if y.kind == opCreate {
+			continue
+		}
+		k, ok := e.ms.known[y.target()]
+		if !ok {
+			continue
+		}
+		for j := range blocked {
+			if i != j && pathsCollide(k.path, blocked[j].entry.Path) {
+				mover = y
+				break
+			}
+		}
+		if mover != nil {
+			break
+		}
+	}
+	if mover == nil {
+		e.syncMu.Unlock()
+		return false
+	}
+	id, base, from := mover.target(), mover.base(), e.ms.known[mover.target()].path
+	// The overlay will see this move: it is our own write (same bytes).
+	e.ms.noteSent(id, base)
+	e.syncMu.Unlock()
+
+	temp := TempPathPrefix + id + "-" + randomHex(4)
+	log := f.log.WithFields(logrus.Fields{"memory_id": id, "from": from, "temporary_path": temp})
+	m, err := e.opts.Store.UpdateMemory(ctx, e.opts.StoreID, id, store.UpdateMemoryInput{Path: &temp, ExpectedSHA256: &base})
+	switch {
+	case errors.Is(err, store.ErrPreconditionFailed):
+		r.mu.Lock()
+		r.conflicted = append(r.conflicted, id)
+		r.mu.Unlock()
+		return true
+	case err != nil:
+		log.WithError(err).Debug("could not park a memory to break a cycle of moves")
+		return false
+	}
+	e.syncMu.Lock()
+	if fileID, ok := e.ms.byMemory[id]; ok {
+		e.ms.agree(fileID, m)
+	}
+	e.syncMu.Unlock()
+	log.Info("a cycle of moves: the memory is parked at a temporary path for this pass")
+	return true
+}
+
+// pathsCollide reports whether memories at a and b can't both exist: the
+// same path, or one is a directory of the other.
+func pathsCollide(a, b string) bool {
+	return a == b || strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,125 @@
+package syncqueue
+
+import (
+	"sort"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is what memfs status shows about one mounted store: every change
+// that has not reached the store, each with the reason it waits (the
+// invariant of sync.md: stored, or pending with a reason, or in the
+// conflict log).
+type Status struct {
+	StoreID  string `json:"store_id"`
+	ReadOnly bool   `json:"read_only"`
+	// Loaded is the number of memories loaded at mount.
+	Loaded int `json:"loaded"`
+	// Pending lists the changes not yet in the store, oldest first.
+	Pending        []PendingChange `json:"pending"`
+	PendingUploads int             `json:"pending_uploads"`
+	PendingDeletes int             `json:"pending_deletes"`
+	JournalBytes   int64           `json:"journal_bytes"`
+	// NoSpace: the state dir has no room for the journal (closes fail with
+	// ENOSPC, the files keep their content and are journaled once there
+	// is room).
+	NoSpace bool `json:"no_space"`
+	// Unreachable: the last request to the store failed or hangs.
+	Unreachable bool `json:"unreachable"`
+	// LastSync is when the last pass that left nothing failed began.
+	LastSync *time.Time `json:"last_sync,omitempty"`
+	// LastPass is the last pass, whatever its outcome.
+	LastPass *PassInfo `json:"last_pass,omitempty"`
+	// LastError is the last failure to reach the store, and when.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// Damaged is the copy of this store's journal that was found damaged
+	// at mount (see memfs status for older copies).
+	Damaged *DamageStatus `json:"damaged,omitempty"`
+	// RemoteBlocked: a change from the store waits because a local version
+	// it would replace can't be kept yet.
+	RemoteBlocked bool `json:"remote_blocked,omitempty"`
+}
+
+// PendingChange is one change that has not reached the store.
+type PendingChange struct {
+	Path string `json:"path"`
+	// Op is create, update, move, delete, or unjournaled (closed while the
+	// journal had no room: only in memory until it has).
+	Op     string    `json:"op"`
+	Reason string    `json:"reason"`
+	Error  string    `json:"error,omitempty"`
+	Since  time.Time `json:"since,omitempty"`
+}
+
+// DamageStatus describes a damaged journal that was salvaged.
+type DamageStatus struct {
+	KeptAt    string `json:"kept_at"`
+	LostBytes int64  `json:"lost_bytes"`
+	Records   int    `json:"records_replayed"`
+	Reason    string `json:"reason"`
+}
+
+// Status returns the store's sync status now.
+func (e *Engine) Status() Status {
+	s := Status{StoreID: e.opts.StoreID, ReadOnly: e.journal == nil, Loaded: e.loaded}
+	lastErr, lastAt, down := e.outage.last()
+	s.Unreachable = down
+	if lastErr != nil {
+		s.LastError, s.LastErrorAt = lastErr.Error(), &lastAt
+	}
+	if e.journal == nil {
+		return s
+	}
+	js := e.journal.Stats()
+	s.JournalBytes, s.NoSpace = js.FileBytes, js.NoSpace || js.Unsaved
+	if d := e.journal.Damage(); d != nil {
+		s.Damaged = &DamageStatus{KeptAt: d.KeptAt, LostBytes: d.LostBytes(), Records: d.Records, Reason: d.Reason}
+	}
+	for p, err := range e.tree.Unjournaled() {
+		s.Pending = append(s.Pending, PendingChange{Path: p, Op: "unjournaled", Reason: ReasonNoSpace, Error: err.Error()})
+		s.NoSpace = true
+	}
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	s.RemoteBlocked = e.remoteBlocked
+	if f := e.f; f != nil && !f.last.At.IsZero() {
+		last := f.last
+		s.LastPass = &last
+		if !f.lastClean.IsZero() {
+			t := f.lastClean
+			s.LastSync = &t
+		}
+	}
+	for _, p := range e.journal.Snapshot() {
+		c := PendingChange{Path: p.Path, Reason: ReasonWaiting}
+		switch {
+		case p.Deleted:
+			c.Op, c.Reason = "delete", ReasonDeleteDelay
+			s.PendingDeletes++
+		case p.Origin == "":
+			c.Op = "create"
+			s.PendingUploads++
+		case e.ms.known[p.Origin].path != p.Path:
+			c.Op = "move"
+			s.PendingUploads++
+		default:
+			c.Op = "update"
+			s.PendingUploads++
+		}
+		if e.f != nil {
+			if w, ok := e.f.waits[p.FileID]; ok && w.lsn == p.LSN {
+				c.Reason, c.Error, c.Since = w.reason, w.err, w.at
+			}
+		}
+		if !p.Deleted && !utf8.Valid(p.Content) {
+			c.Reason = ReasonNotUTF8
+		}
+		if down && c.Reason == ReasonWaiting {
+			c.Reason = ReasonUnreachable
+		}
+		s.Pending = append(s.Pending, c)
+	}
+	sort.SliceStable(s.Pending, func(i, j int) bool { return s.Pending[i].Op == "unjournaled" && s.Pending[j].Op != "unjournaled" })
+	return s
+}
