@@ -23,6 +23,7 @@ import (
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/store/server/servertest"
+	"github.com/memfs/memfs/store/sqlstore"
 	"github.com/memfs/memfs/syncqueue/journal"
 )
 
@@ -209,7 +210,13 @@ type mgEnv struct {
 // not created yet.
 func mgSetup(t *testing.T, files map[string]string) *mgEnv {
 	t.Helper()
-	srv := servertest.New(t)
+	return mgSetupWith(t, files, sqlstore.Options{})
+}
+
+// mgSetupWith is mgSetup on a server with database options.
+func mgSetupWith(t *testing.T, files map[string]string, opts sqlstore.Options) *mgEnv {
+	t.Helper()
+	srv := servertest.NewWith(t, opts)
 	e := &mgEnv{t: t, proxy: &mgProxy{next: srv}, ids: map[string]string{}}
 	direct := httptest.NewServer(srv)
 	t.Cleanup(direct.Close)

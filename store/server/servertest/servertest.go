@@ -29,11 +29,19 @@ type Server struct {
 // test ends, long polls are answered and the database is closed.
 func New(t testing.TB) *Server {
 	t.Helper()
+	return NewWith(t, sqlstore.Options{})
+}
+
+// NewWith is New with database options (a memory cap, say); Log is set
+// to a quiet logger.
+func NewWith(t testing.TB, opts sqlstore.Options) *Server {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "memfs.db"), sqlstore.Options{Log: quiet})
+	opts.Log = quiet
+	db, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "memfs.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
