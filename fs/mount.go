@@ -188,9 +188,20 @@ func IsMounted(dir string) (bool, error) {
 
 // MountInfo is one line of /proc/self/mountinfo.
 type MountInfo struct {
-	Dir    string
-	FSType string
-	Source string
+	Dir     string
+	FSType  string
+	Source  string
+	Options string // the per-mount options: "ro,nosuid,..." or "rw,..."
+}
+
+// ReadOnly reports whether the kernel mounted it read-only.
+func (mi MountInfo) ReadOnly() bool {
+	for _, o := range strings.Split(mi.Options, ",") {
+		if o == "ro" {
+			return true
+		}
+	}
+	return false
 }
 
 // Mounts lists the mounts of this process's namespace.
@@ -212,10 +223,10 @@ func Mounts() ([]MountInfo, error) {
 				break
 			}
 		}
-		if sep < 0 || len(fields) < 5 || sep+2 >= len(fields) {
+		if sep < 6 || sep+2 >= len(fields) {
 			continue
 		}
-		out = append(out, MountInfo{Dir: unescapeMount(fields[4]), FSType: fields[sep+1], Source: unescapeMount(fields[sep+2])})
+		out = append(out, MountInfo{Dir: unescapeMount(fields[4]), FSType: fields[sep+1], Source: unescapeMount(fields[sep+2]), Options: fields[5]})
 	}
 	return out, sc.Err()
 }

@@ -24,6 +24,9 @@ type MountOptions struct {
 	FS fs.MountOptions
 	// Log receives lifecycle lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
+	// Status, when set, shows the mount to memfs status, with Labels.
+	Status *StatusServer
+	Labels MountLabels
 }
 
 // Mounted is a store mounted at a directory.
@@ -69,6 +72,7 @@ func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 		return nil, err
 	}
 	eng.Start()
+	opts.Status.add(m, opts.Labels)
 	log.Info("memory store mounted")
 	return m, nil
 }
@@ -93,6 +97,7 @@ const UnmountTimeout = 10 * time.Second
 // only when clean), unmount, release the journal, and remove the mount
 // directory if this process created it and it is empty.
 func (m *Mounted) Close(ctx context.Context, clean bool) error {
+	defer m.opts.Status.remove(m)
 	m.engine.Finish(ctx, clean)
 	uctx, cancel := context.WithTimeout(ctx, UnmountTimeout)
 	uerr := m.mount.Unmount(uctx)

@@ -13,36 +13,42 @@ import (
 )
 
 // LeftJournal is a store's journal with changes not yet confirmed by the
-// store.
+// store, that no running process holds.
 type LeftJournal struct {
-	StoreID string
-	Dir     string
-	Pending int
-	Bytes   int64
-	ModTime time.Time
+	StoreID string    `json:"store_id"`
+	Dir     string    `json:"dir"`
+	Pending int       `json:"pending"`
+	Bytes   int64     `json:"bytes"`
+	ModTime time.Time `json:"modified"`
 }
 
 // LeftJournals lists the journals in a state dir that hold unsynced
-// changes (and are not locked by a running process).
+// changes and are not held by a running process. It only reads
+// (journal.Inspect): nothing is locked, repaired or replayed.
 func LeftJournals(stateDir string) []LeftJournal {
-	ents, _ := os.ReadDir(filepath.Join(stateDir, "stores"))
 	var out []LeftJournal
-	for _, e := range ents {
-		dir := syncqueue.JournalDir(stateDir, e.Name())
-		j, err := journal.Open(dir, journal.Options{Log: logrus.New()})
-		if err != nil {
-			continue // locked by a live mount, or damaged (Open logged it)
-		}
-		st := j.Stats()
-		j.Close(context.Background()) //nolint:errcheck
-		if st.Pending == 0 {
+	for _, info := range InspectJournals(stateDir) {
+		if info.LockedBy != 0 || info.Pending == 0 {
 			continue
 		}
-		lj := LeftJournal{StoreID: e.Name(), Dir: dir, Pending: st.Pending, Bytes: st.FileBytes}
-		if fi, err := os.Stat(filepath.Join(dir, "journal")); err == nil {
-			lj.ModTime = fi.ModTime()
+		out = append(out, LeftJournal{StoreID: filepath.Base(info.Dir), Dir: info.Dir, Pending: info.Pending, Bytes: info.FileBytes, ModTime: info.ModTime})
+	}
+	return out
+}
+
+// InspectJournals reads every store journal directory of a state dir.
+func InspectJournals(stateDir string) []journal.Info {
+	ents, _ := os.ReadDir(filepath.Join(stateDir, "stores"))
+	var out []journal.Info
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
 		}
-		out = append(out, lj)
+		info, err := journal.Inspect(syncqueue.JournalDir(stateDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		out = append(out, info)
 	}
 	return out
 }

@@ -226,6 +226,8 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 			Mountpoint: paths[i],
 			FS:         fs.MountOptions{AllowOther: isRoot()},
 			Log:        slog,
+			Status:     s.cfg.Status,
+			Labels:     MountLabels{SessionID: sess.ID, WorkID: item.ID},
 		})
 		if err != nil {
 			s.teardown(ctx, mounts, false)

@@ -44,6 +44,8 @@ type Config struct {
 	ReplayAPIKey string
 	// Log receives the worker's log lines.
 	Log logrus.FieldLogger
+	// Status, when set, shows the session's mounts to memfs status.
+	Status *StatusServer
 }
 
 // Validate checks the configuration and fills in defaults.

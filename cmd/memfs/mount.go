@@ -124,6 +124,8 @@ Flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	status := startStatus(sf.stateDir, log)
+	defer status.Close() //nolint:errcheck
 	m, err := worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
 			StoreID: storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: readOnly,
@@ -133,6 +135,7 @@ Flags:
 		Mountpoint: pos[0],
 		FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0, Debug: debug},
 		Log:        log,
+		Status:     status,
 	})
 	if err != nil {
 		return err

@@ -5,18 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"text/tabwriter"
-	"time"
 
-	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store/client"
-	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
 )
 
 func init() {
 	register("replay", "push journals left behind by a killed mount or worker, with a given key", runReplay)
-	register("status", "mounts on this host and journals left behind", runStatus)
 }
 
 func runReplay(args []string) error {
@@ -66,49 +61,5 @@ Flags:
 	if failed > 0 {
 		return fmt.Errorf("%d journal(s) could not be replayed", failed)
 	}
-	return nil
-}
-
-func runStatus(args []string) error {
-	var stateDir string
-	fset := flag.NewFlagSet("status", flag.ContinueOnError)
-	fset.StringVar(&stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "the state dir (env MEMFS_STATE_DIR)")
-	if _, err := parseInterleaved(fset, args); err != nil {
-		return err
-	}
-	mounts, err := fs.Mounts()
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "MOUNTS\tSTORE\tACCESS")
-	n := 0
-	for _, m := range mounts {
-		if m.FSType == "fuse."+fs.FSType {
-			access := "read_write"
-			if fi, err := os.Stat(m.Dir); err == nil && fi.Mode().Perm()&0o200 == 0 {
-				access = "read_only"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\n", m.Dir, m.Source, access)
-			n++
-		}
-	}
-	if n == 0 {
-		fmt.Fprintln(w, "(none)\t\t")
-	}
-	w.Flush()
-	left := worker.LeftJournals(stateDir)
-	conflicts, _ := syncqueue.OpenConflictLog(stateDir, syncqueue.ConflictRetention{}).List()
-	fmt.Printf("\nJOURNALS LEFT BEHIND (replayed by the next mount of the store, or memfs replay)\n")
-	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "STORE\tPENDING\tBYTES\tAGE")
-	for _, lj := range left {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", lj.StoreID, lj.Pending, lj.Bytes, time.Since(lj.ModTime).Round(time.Second))
-	}
-	if len(left) == 0 {
-		fmt.Fprintln(w, "(none)\t\t\t")
-	}
-	w.Flush()
-	fmt.Printf("\nCONFLICTS KEPT: %d (memfs conflicts list)\n", len(conflicts))
 	return nil
 }

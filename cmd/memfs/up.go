@@ -112,8 +112,11 @@ Flags:
 	}
 	mountPath := sess.Resources[0].MountPath
 
+	stateDir := filepath.Join(dataDir, "state")
+	status := startStatus(stateDir, log)
+	defer status.Close() //nolint:errcheck
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
-		MemoryRoot: memoryRoot, StateDir: filepath.Join(dataDir, "state"), Interval: interval, Log: log})
+		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status})
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,8 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID, cfg.EnvironmentKey = envID, envKey
+	cfg.Status = startStatus(cfg.StateDir, log)
+	defer cfg.Status.Close() //nolint:errcheck
 	w, err := worker.New(cfg)
 	if err != nil {
 		return usagef("%v", err)
@@ -158,6 +160,8 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID = item.EnvironmentID
+	cfg.Status = startStatus(cfg.StateDir, log)
+	defer cfg.Status.Close() //nolint:errcheck
 	s, err := worker.NewSession(cfg)
 	if err != nil {
 		return usagef("%v", err)
@@ -220,6 +224,18 @@ func readWorkItem(workJSON, workID, envID, sessionID, secretFile string) (store.
 func trimSpace(s string) string {
 	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ' || s[len(s)-1] == '\r') {
 		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// startStatus serves this process's mounts to memfs status. Without the
+// socket everything still works; status then shows only what the state
+// dir holds.
+func startStatus(stateDir string, log logrus.FieldLogger) *worker.StatusServer {
+	s, err := worker.StartStatusServer(stateDir, log)
+	if err != nil {
+		log.WithError(err).Warn("memfs status can't see this process")
+		return nil
 	}
 	return s
 }
