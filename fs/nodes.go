@@ -2,6 +2,8 @@ package fs
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -162,8 +164,14 @@ func (n *fnode) Rename(ctx context.Context, name string, newParent gofs.InodeEmb
 }
 
 // handle is an open file. write records whether it may change the file,
-// so flush journals only what a writer closed.
-type handle struct{ write bool }
+// so flush journals only what a writer closed; wrote, whether write(2)
+// was called through it, so that only a close after writing reports
+// content that can't be uploaded (EILSEQ): a truncate(1) or an editor's
+// open-and-close of such a file must not fail.
+type handle struct {
+	write bool
+	wrote atomic.Bool
+}
 
 var _ = (gofs.NodeOpener)((*fnode)(nil))
 
@@ -194,6 +202,9 @@ func (n *fnode) Read(ctx context.Context, f gofs.FileHandle, dest []byte, off in
 var _ = (gofs.NodeWriter)((*fnode)(nil))
 
 func (n *fnode) Write(ctx context.Context, f gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if h, ok := f.(*handle); ok {
+		h.wrote.Store(true)
+	}
 	k, err := n.t.Write(n.ino(), data, off)
 	return uint32(k), toErrno(err)
 }
@@ -203,10 +214,15 @@ var _ = (gofs.NodeFlusher)((*fnode)(nil))
 // Flush runs at every close(2): the new content is journaled (written)
 // before close returns.
 func (n *fnode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
-	if h, ok := f.(*handle); ok && !h.write {
+	h, ok := f.(*handle)
+	if ok && !h.write {
 		return 0
 	}
-	return toErrno(n.t.Commit(n.ino()))
+	err := n.t.Commit(n.ino())
+	if errors.Is(err, ErrNotUTF8) && ok && !h.wrote.Load() {
+		return 0 // journaled; only a writer is told the upload waits
+	}
+	return toErrno(err)
 }
 
 var _ = (gofs.NodeFsyncer)((*fnode)(nil))

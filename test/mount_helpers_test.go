@@ -72,9 +72,15 @@ type mtEnv struct {
 // (path -> content).
 func newMtEnv(t *testing.T, files map[string]string) *mtEnv {
 	t.Helper()
+	return newMtEnvWith(t, files, harness.ServeOptions{})
+}
+
+// newMtEnvWith is newMtEnv with memfs serve options.
+func newMtEnvWith(t *testing.T, files map[string]string, so harness.ServeOptions) *mtEnv {
+	t.Helper()
 	mtRequireFUSE(t)
 	base := t.TempDir()
-	e := &mtEnv{t: t, serve: harness.StartServe(t, harness.ServeOptions{}), stateDir: filepath.Join(base, "state"), dir: filepath.Join(base, "mnt")}
+	e := &mtEnv{t: t, serve: harness.StartServe(t, so), stateDir: filepath.Join(base, "state"), dir: filepath.Join(base, "mnt")}
 	cl, err := client.New(client.Options{BaseURL: e.serve.URL, APIKey: e.serve.AdminKey})
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +154,23 @@ func (e *mtEnv) waitStore(want map[string]string) {
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("the store does not hold what it should:\n%s", mtDiff(got, want))
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
+	}
+}
+
+// mtPoll polls cond until it holds, failing at mtPollTimeout with what
+// cond last said.
+func mtPoll(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(mtPollTimeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s:\n%s", what, why)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
 	}
