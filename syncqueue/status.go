@@ -48,6 +48,8 @@ type PendingChange struct {
 	// journal had no room: only in memory until it has).
 	Op     string    `json:"op"`
 	Reason string    `json:"reason"`
+	// MemoryID is the memory the change is about ("" for a create).
+	MemoryID string `json:"memory_id,omitempty"`
 	Error  string    `json:"error,omitempty"`
 	Since  time.Time `json:"since,omitempty"`
 }
@@ -92,7 +94,7 @@ func (e *Engine) Status() Status {
 		}
 	}
 	for _, p := range e.journal.Snapshot() {
-		c := PendingChange{Path: p.Path, Reason: ReasonWaiting}
+		c := PendingChange{Path: p.Path, Reason: ReasonWaiting, MemoryID: p.Origin}
 		switch {
 		case p.Deleted:
 			c.Op, c.Reason = "delete", ReasonDeleteDelay
