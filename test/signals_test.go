@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/test/harness"
 	"github.com/memfs/memfs/worker"
@@ -20,7 +22,7 @@ import (
 // SIGINT/SIGTERM starts a clean stop, the second stops waiting, and no
 // signal may kill a process before it has detached its mounts.
 
-// sgExitCutShort is the exit status memfs mount documents
+// sgExitCutShort is the exit status memfs mount and memfs up document
 // (--help, README) for a stop cut short by a second signal.
 const sgExitCutShort = 3
 
@@ -128,6 +130,65 @@ func TestMountSecondSignal(t *testing.T) {
 	}
 }
 
+// TestUpSecondSignal: a second Ctrl-C while memfs up waits to unmount a
+// busy mount stops the waiting: it detaches the mount lazily, exits
+// sgExitCutShort at once, and what the final sync uploaded stays in the
+// store.
+func TestUpSecondSignal(t *testing.T) {
+	t.Parallel()
+	mtRequireFUSE(t)
+	base := t.TempDir()
+	data, root := filepath.Join(base, "data"), filepath.Join(base, "mnt")
+	p := harness.StartProc(t, harness.ProcOptions{}, "up", "--data-dir", data, "--memory-root", root, "--listen", "127.0.0.1:0")
+	t.Cleanup(func() {
+		if p.Running() {
+			p.Kill()
+		}
+		harness.DetachUnder(root)
+	})
+	p.WaitOutput(1, 60*time.Second, "memfs is up.")
+	m := wkUpStoreRe.FindStringSubmatch(p.WaitOutput(1, wkQuickTimeout, "memory store", "mounted at"))
+	if m == nil {
+		t.Fatalf("no store and mount path in the banner:\n%s", p.Output())
+	}
+	storeID, dir := m[1], m[2]
+	u := wkUpURLRe.FindStringSubmatch(p.Output())
+	if u == nil {
+		t.Fatalf("no store service URL in the banner:\n%s", p.Output())
+	}
+	keyb, err := os.ReadFile(filepath.Join(data, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(keyb))
+	mtMustSh(t, dir, `echo "- Likes examples." >> preferences/style.md`)
+	want := "- Prefers concise answers.\n- Uses tabs, not spaces.\n- Likes examples.\n"
+	sgHoldBusy(t, dir)
+
+	t0 := time.Now()
+	p.Signal(syscall.SIGINT)
+	sgWaitFrozen(t, dir)
+	sgWaitContent(t, u[1], key, storeID, "/preferences/style.md", want) // the final sync is done: up waits for the unmount
+	p.Signal(syscall.SIGINT)
+	if code := p.Wait(wkExitTimeout); code != sgExitCutShort {
+		t.Errorf("memfs up exited %d after two Ctrl-Cs, want %d:\n%s", code, sgExitCutShort, p.Output())
+	}
+	sgCheckPrompt(t, time.Since(t0), false, true)
+	if m := harness.MountsUnder(root); len(m) > 0 {
+		t.Errorf("still mounted after memfs up exited: %v", m)
+	}
+	sgCheckDetached(t, dir)
+
+	s := harness.StartServe(t, harness.ServeOptions{DataDir: data, AdminKey: key})
+	cl, err := client.New(client.Options{BaseURL: s.URL, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wkContents(t, cl, storeID)["/preferences/style.md"]; got != want {
+		t.Errorf("/preferences/style.md in the store after memfs up exited: %q, want %q", got, want)
+	}
+}
+
 // sgCheckPrompt fails if the process took as long to exit as what the
 // second signal was to cut short would have taken by itself: the final
 // sync on a stalled server, the EBUSY retries on a busy mount.
@@ -138,6 +199,23 @@ func sgCheckPrompt(t *testing.T, took time.Duration, stall, busy bool) {
 	}
 	if busy && took >= worker.UnmountTimeout {
 		t.Errorf("exited %s after the first signal: the second did not cut the unmount retries (bounded at %s) short", took, worker.UnmountTimeout)
+	}
+}
+
+// sgWaitContent polls the store service at url until the memory at path
+// holds want.
+func sgWaitContent(t *testing.T, url, key, storeID, path, want string) {
+	t.Helper()
+	cl, err := client.New(client.Options{BaseURL: url, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wkSyncTimeout)
+	for wkContents(t, cl, storeID)[path] != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach the store within %s", path, wkSyncTimeout)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
 	}
 }
 
