@@ -34,17 +34,6 @@ const (
 	cvCmdBound  = 30 * time.Second // one memfs command
 )
 
-// cvRequireFUSE skips a test that can't mount FUSE.
-func cvRequireFUSE(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("not running as root: memfs mount mounts FUSE directly (no fusermount3) in these tests; run them as root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("/dev/fuse is missing (%v): load the fuse module or give the container the device (--device /dev/fuse)", err)
-	}
-}
-
 // cvEnv is one memfs serve with one store.
 type cvEnv struct {
 	t       *testing.T
@@ -56,7 +45,7 @@ type cvEnv struct {
 
 func newCvEnv(t *testing.T, files map[string]string) *cvEnv {
 	t.Helper()
-	cvRequireFUSE(t)
+	mtRequireFUSE(t)
 	e := &cvEnv{t: t, serve: harness.StartServe(t, harness.ServeOptions{}), base: t.TempDir()}
 	cl, err := client.New(client.Options{BaseURL: e.serve.URL, APIKey: e.serve.AdminKey})
 	if err != nil {

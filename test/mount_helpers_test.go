@@ -43,6 +43,7 @@ func mtLetDeleteDelayPass() { time.Sleep(2 * time.Millisecond) }
 // mtRequireFUSE skips a test that can't mount: not root, or no
 // /dev/fuse. With CI=true it fails instead (as run-tests.sh does for a
 // missing PostgreSQL): CI runs as root with /dev/fuse and must really mount.
+// It is the one such check of this package: every test that mounts calls it.
 func mtRequireFUSE(t *testing.T) {
 	t.Helper()
 	skip := t.Skipf

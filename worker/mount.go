@@ -93,19 +93,29 @@ func (m *Mounted) Gone() <-chan struct{} {
 // UnmountTimeout bounds the EBUSY retries before a lazy detach.
 const UnmountTimeout = 10 * time.Second
 
+// JournalCloseTimeout bounds closing the journal: a final fdatasync and
+// the release of its lock, both local.
+const JournalCloseTimeout = 10 * time.Second
+
 // Close ends the mount: refuse new writes, final sync (deletes included
 // only when clean), unmount, release the journal, and remove the mount
 // directory if this process created it and it is empty.
+//
+// Ending ctx (a second signal) cuts the final sync short and detaches a
+// busy mount lazily at once; the journal is still closed, under its own
+// bound, since it holds what the final sync did not upload.
 func (m *Mounted) Close(ctx context.Context, clean bool) error {
 	defer m.opts.Status.remove(m)
 	m.engine.Finish(ctx, clean)
 	uctx, cancel := context.WithTimeout(ctx, UnmountTimeout)
 	uerr := m.mount.Unmount(uctx)
 	cancel()
-	err := errors.Join(uerr, m.engine.Close(ctx))
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), JournalCloseTimeout)
+	jerr := m.engine.Close(jctx)
+	cancel()
 	m.removeDir()
 	m.log.Info("memory store unmounted")
-	return err
+	return errors.Join(uerr, jerr)
 }
 
 // removeDir removes the mount directory if this process created it; a

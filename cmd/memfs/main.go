@@ -61,6 +61,10 @@ func run(args []string) int {
 		return 2
 	}
 	fmt.Fprintf(os.Stderr, "memfs %s: %s\n", args[0], err)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
 	return 1
 }
 

@@ -79,7 +79,14 @@ closed on the mount is journaled under --state-dir at once and uploaded
 every --memory-sync-interval. Ctrl-C or SIGTERM runs a final sync (at most
 30 s), unmounts and exits 0; whatever could not be uploaded stays in the
 journal and is replayed by the next 'memfs mount' of the store with the
-same --state-dir. SIGUSR1 runs a sync pass at once.
+same --state-dir. A second Ctrl-C or SIGTERM stops waiting (for the final
+sync, or for a busy mount to be let go): the mount is detached anyway
+(lazily if busy), the journal keeps what was not uploaded, and memfs mount
+exits 3. SIGUSR1 runs a sync pass at once.
+
+Exit status: 0 stopped cleanly; 1 an error; 2 a usage error; 3 the stop
+was cut short by a second signal: changes not yet uploaded stay in the
+journal for the next mount.
 
 Example:
   memfs mount --api-url http://127.0.0.1:8080 --api-key "$MEMFS_API_KEY" --store memstore_... /mnt/memory/notes
@@ -122,7 +129,12 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// The first SIGINT/SIGTERM ends ctx: the clean stop below. The second
+	// ends closeCtx, which Close gets: the final sync stops waiting, the
+	// mount is still detached and the journal closed.
+	closeCtx, cutShort := context.WithCancel(context.Background())
+	defer cutShort()
+	ctx, stop := signals(log, cutShort)
 	defer stop()
 	status := startStatus(sf.stateDir, log)
 	defer status.Close() //nolint:errcheck
@@ -164,11 +176,13 @@ wait:
 			log.WithFields(map[string]any{"uploaded": res.Uploaded, "deleted": res.Deleted, "failed": res.Failed, "left": res.Left}).Info("sync pass on SIGUSR1")
 		}
 	}
-	stop() // a second Ctrl-C now kills the process; the journal keeps what is left
-	if err := m.Close(context.Background(), clean); err != nil {
+	err = m.Close(closeCtx, clean)
+	switch {
+	case closeCtx.Err() != nil:
+		return cutShortError(fmt.Sprintf("the next 'memfs mount' of %s with --state-dir %s", storeID, sf.stateDir), err)
+	case err != nil:
 		return err
-	}
-	if !clean {
+	case !clean:
 		return errors.New("the mount was removed from outside")
 	}
 	return nil

@@ -50,7 +50,14 @@ func runUp(args []string) error {
 Runs everything on one machine: the store service on SQLite, an
 environment, a demo store (created once, with a few memories), a session
 attaching it, and a worker that mounts it. It prints the mount path and
-what to try. Ctrl-C uploads what is pending, unmounts, and exits.
+what to try. Ctrl-C uploads what is pending, unmounts, and exits 0. A
+second Ctrl-C stops waiting (for the uploads, or for a busy mount to be
+let go): the store is unmounted anyway (lazily if busy), what was not
+uploaded stays in the journal under --data-dir for the next memfs up, and
+it exits 3.
+
+Exit status: 0 stopped cleanly; 1 an error; 2 a usage error; 3 the stop
+was cut short by a second signal.
 
 Flags:
 `)
@@ -77,7 +84,10 @@ Flags:
 	if err != nil {
 		return err
 	}
-	ctx, stop := signals(log, func() {})
+	// A second signal closes aborted: waitWorker then aborts the worker's
+	// teardown (see signals).
+	aborted := make(chan struct{})
+	ctx, stop := signals(log, func() { close(aborted) })
 	defer stop()
 
 	// The store service, in this process.
@@ -125,7 +135,7 @@ Flags:
 	go func() { workerDone <- w.Run(workerCtx) }()
 	if err := waitMounted(ctx, mountPath, workerDone); err != nil {
 		stopWorker()
-		<-workerDone
+		waitWorker(w, workerDone, aborted) //nolint:errcheck // err says why
 		return err
 	}
 	fmt.Printf(`memfs is up.
@@ -147,19 +157,36 @@ Ctrl-C uploads what is pending, unmounts and exits.
 		stopWorker()
 		return fmt.Errorf("the worker stopped: %v", err)
 	}
-	fmt.Println("\nmemfs up: uploading, unmounting, stopping ...")
+	fmt.Println("\nmemfs up: uploading, unmounting, stopping (Ctrl-C again to stop waiting) ...")
 	stopWorker()
-	werr := <-workerDone
+	werr, cut := waitWorker(w, workerDone, aborted)
 	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
 		log.WithError(err).Warn("could not archive the demo session")
+	}
+	if cut {
+		return cutShortError(fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr)
 	}
 	if werr != nil {
 		return werr
 	}
 	fmt.Println("memfs up: stopped; nothing is left mounted.")
 	return nil
+}
+
+// waitWorker waits for the stopping worker to end its sessions. A second
+// signal (aborted closed) meanwhile aborts their teardowns: final syncs
+// stop, journals stay for replay, mounts are still detached. cut reports
+// whether that happened.
+func waitWorker(w *worker.Worker, done <-chan error, aborted <-chan struct{}) (err error, cut bool) {
+	select {
+	case err := <-done:
+		return err, false
+	case <-aborted:
+		w.Abort()
+		return <-done, true
+	}
 }
 
 // defaultUpMemoryRoot is /mnt/memory as root; otherwise a directory the

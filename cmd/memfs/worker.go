@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/sirupsen/logrus"
 
@@ -47,27 +45,6 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 		return cfg, usagef("%v", err)
 	}
 	return cfg, nil
-}
-
-// signals returns a context ended by the first SIGTERM/SIGINT and calls
-// second on the next one.
-func signals(log logrus.FieldLogger, second func()) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		s, ok := <-ch
-		if !ok {
-			return
-		}
-		log.WithField("signal", s.String()).Info("stopping: ending every session (writes are uploaded; send the signal again to stop waiting)")
-		cancel()
-		if _, ok := <-ch; ok {
-			log.Warn("second signal: not waiting; journals stay on disk for replay, mounts are detached")
-			second()
-		}
-	}()
-	return ctx, func() { signal.Stop(ch); close(ch); cancel() }
 }
 
 func runWorker(args []string) error {

@@ -27,6 +27,9 @@ type MountOptions struct {
 	StateDir string
 	// Args are extra flags, placed before MOUNTPOINT.
 	Args []string
+	// NewGroup starts the process in a process group of its own (see
+	// ProcOptions.NewGroup and Proc.SignalGroup).
+	NewGroup bool
 }
 
 func (o MountOptions) args() []string {
@@ -72,7 +75,7 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
 		}
 	})
-	m.Proc = StartProc(t, ProcOptions{}, opts.args()...)
+	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup}, opts.args()...)
 	line := m.Proc.WaitOutput(1, 60*time.Second, "mounted at", "Ctrl-C to unmount")
 	sm := mountedRe.FindStringSubmatch(line)
 	if sm == nil {

@@ -22,9 +22,10 @@ type Proc struct {
 	// Args are the command line arguments after the binary.
 	Args []string
 
-	t    testing.TB
-	cmd  *exec.Cmd
-	done chan struct{}
+	t     testing.TB
+	cmd   *exec.Cmd
+	done  chan struct{}
+	group bool // started with ProcOptions.NewGroup
 
 	mu     sync.Mutex
 	output strings.Builder // stdout and stderr, interleaved; GUARDED_BY(mu)
@@ -37,16 +38,23 @@ type ProcOptions struct {
 	Dir string
 	// Env is added to the environment.
 	Env []string
+	// NewGroup starts the process in a process group of its own (Setpgid),
+	// so SignalGroup can signal the group as a terminal or timeout(1) does
+	// without reaching the test binary.
+	NewGroup bool
 }
 
 // StartProc starts the memfs binary with args and returns at once.
 func StartProc(t testing.TB, opts ProcOptions, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Args: args, t: t, done: make(chan struct{}), lines: make(chan struct{})}
+	p := &Proc{Args: args, t: t, done: make(chan struct{}), lines: make(chan struct{}), group: opts.NewGroup}
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Dir = opts.Dir
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
+	}
+	if opts.NewGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -150,6 +158,19 @@ func (p *Proc) Signal(sig os.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatalf("signal memfs %s: %v", p.Args[0], err)
+	}
+}
+
+// SignalGroup sends sig to the process's group, as timeout(1) does after
+// signalling the process itself. The process must have been started with
+// ProcOptions.NewGroup: otherwise its group is the test binary's.
+func (p *Proc) SignalGroup(sig syscall.Signal) {
+	p.t.Helper()
+	if !p.group {
+		p.t.Fatalf("SignalGroup: memfs %s was not started in a group of its own (ProcOptions.NewGroup)", p.Args[0])
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
+		p.t.Fatalf("signal the group of memfs %s: %v", p.Args[0], err)
 	}
 }
 

@@ -1,0 +1,269 @@
+package test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/test/harness"
+	"github.com/memfs/memfs/worker"
+)
+
+// Tests of the second signal (worker.md, "Signals and crashes"): the first
+// SIGINT/SIGTERM starts a clean stop, the second stops waiting, and no
+// signal may kill a process before it has detached its mounts.
+
+// sgExitCutShort is the exit status memfs mount and memfs up document
+// (--help, README) for a stop cut short by a second signal.
+const sgExitCutShort = 3
+
+// TestMountSecondSignal: a second signal while memfs mount stops (Ctrl-C
+// twice; timeout(1), which signals the process and then its group) stops
+// the waiting but never leaves a dead mount (issue 8 case 11): the process
+// exits sgExitCutShort (or 0 when the stop had already finished) with its
+// journal closed, the mount point is neither mounted nor ENOTCONN, and the
+// next memfs mount with the same state dir shows every file closed before
+// the signals and uploads it from the journal: nothing closed is lost.
+func TestMountSecondSignal(t *testing.T) {
+	tests := []struct {
+		name string
+		// stall SIGSTOPs memfs serve before the signals: the final sync
+		// then waits for it until FinalSyncTimeout unless cut short.
+		stall bool
+		// busy keeps a process in the mount: the unmount then retries
+		// until UnmountTimeout unless cut short.
+		busy bool
+		// stop sends the signals; t0 is when it sent the first.
+		stop func(t *testing.T, m *harness.Mount) (t0 time.Time)
+	}{
+		// What timeout -s INT does: the process, then its group, at once.
+		// The stop may finish before the second lands (exit 0).
+		{"the process then its group at once", false, false, func(t *testing.T, m *harness.Mount) time.Time {
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			m.SignalGroup(syscall.SIGINT)
+			return t0
+		}},
+		{"Ctrl-C twice during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			sgWaitFrozen(t, m.Dir)
+			m.Signal(syscall.SIGINT)
+			return t0
+		}},
+		{"the process then its group during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			sgWaitFrozen(t, m.Dir)
+			m.SignalGroup(syscall.SIGINT)
+			return t0
+		}},
+		{"three signals during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			sgWaitFrozen(t, m.Dir)
+			m.Signal(syscall.SIGTERM)
+			m.Signal(syscall.SIGINT)
+			return t0
+		}},
+		{"Ctrl-C twice on a busy mount", false, true, func(t *testing.T, m *harness.Mount) time.Time {
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			sgWaitFrozen(t, m.Dir)
+			m.Signal(syscall.SIGINT)
+			return t0
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newMtEnv(t, map[string]string{"/existing.md": "v1\n"})
+			o := e.opts()
+			o.NewGroup = true
+			m := harness.StartMount(t, o)
+			mtMustSh(t, m.Dir, `printf 'alpha' > a.md && mkdir -p d/e && printf 'deep\n' > d/e/b.md && printf 'v2\n' > existing.md`)
+			want := map[string]string{"/a.md": "alpha", "/d/e/b.md": "deep\n", "/existing.md": "v2\n"}
+			if tc.stall {
+				e.serve.Signal(syscall.SIGSTOP)
+				t.Cleanup(func() { e.serve.Signal(syscall.SIGCONT) })
+			}
+			if tc.busy {
+				sgHoldBusy(t, m.Dir)
+			}
+
+			t0 := tc.stop(t, m)
+			code := m.Wait(mtExitTimeout)
+			took := time.Since(t0)
+			switch {
+			case code == sgExitCutShort:
+			case code == 0 && !tc.stall && !tc.busy:
+				t.Logf("the stop finished before the second signal arrived (exit 0)")
+			default:
+				t.Errorf("memfs mount exited %d after the signals, want %d:\n%s", code, sgExitCutShort, m.Output())
+			}
+			sgCheckPrompt(t, took, tc.stall, tc.busy)
+			// A second signal cuts the final sync short, not the closing
+			// of the journal that keeps what it did not upload.
+			if l := m.Lines("close journal"); len(l) > 0 {
+				t.Errorf("the journal was not closed cleanly: %q", l)
+			}
+			sgCheckDetached(t, m.Dir)
+
+			if tc.stall {
+				e.serve.Signal(syscall.SIGCONT)
+			}
+			m2 := e.mount() // the same store, state dir and mount point
+			if got := mtMountFiles(t, m2.Dir); !maps.Equal(got, want) {
+				t.Errorf("the new mount does not show the files closed before the signals:\n%s", mtDiff(got, want))
+			}
+			e.waitStore(want)
+			mtStop(t, m2)
+		})
+	}
+}
+
+// TestUpSecondSignal: a second Ctrl-C while memfs up waits to unmount a
+// busy mount stops the waiting: it detaches the mount lazily, exits
+// sgExitCutShort at once, and what the final sync uploaded stays in the
+// store.
+func TestUpSecondSignal(t *testing.T) {
+	t.Parallel()
+	mtRequireFUSE(t)
+	base := t.TempDir()
+	data, root := filepath.Join(base, "data"), filepath.Join(base, "mnt")
+	p := harness.StartProc(t, harness.ProcOptions{}, "up", "--data-dir", data, "--memory-root", root, "--listen", "127.0.0.1:0")
+	t.Cleanup(func() {
+		if p.Running() {
+			p.Kill()
+		}
+		harness.DetachUnder(root)
+	})
+	p.WaitOutput(1, 60*time.Second, "memfs is up.")
+	m := wkUpStoreRe.FindStringSubmatch(p.WaitOutput(1, wkQuickTimeout, "memory store", "mounted at"))
+	if m == nil {
+		t.Fatalf("no store and mount path in the banner:\n%s", p.Output())
+	}
+	storeID, dir := m[1], m[2]
+	u := wkUpURLRe.FindStringSubmatch(p.Output())
+	if u == nil {
+		t.Fatalf("no store service URL in the banner:\n%s", p.Output())
+	}
+	keyb, err := os.ReadFile(filepath.Join(data, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(keyb))
+	mtMustSh(t, dir, `echo "- Likes examples." >> preferences/style.md`)
+	want := "- Prefers concise answers.\n- Uses tabs, not spaces.\n- Likes examples.\n"
+	sgHoldBusy(t, dir)
+
+	t0 := time.Now()
+	p.Signal(syscall.SIGINT)
+	sgWaitFrozen(t, dir)
+	sgWaitContent(t, u[1], key, storeID, "/preferences/style.md", want) // the final sync is done: up waits for the unmount
+	p.Signal(syscall.SIGINT)
+	if code := p.Wait(wkExitTimeout); code != sgExitCutShort {
+		t.Errorf("memfs up exited %d after two Ctrl-Cs, want %d:\n%s", code, sgExitCutShort, p.Output())
+	}
+	sgCheckPrompt(t, time.Since(t0), false, true)
+	if m := harness.MountsUnder(root); len(m) > 0 {
+		t.Errorf("still mounted after memfs up exited: %v", m)
+	}
+	sgCheckDetached(t, dir)
+
+	s := harness.StartServe(t, harness.ServeOptions{DataDir: data, AdminKey: key})
+	cl, err := client.New(client.Options{BaseURL: s.URL, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wkContents(t, cl, storeID)["/preferences/style.md"]; got != want {
+		t.Errorf("/preferences/style.md in the store after memfs up exited: %q, want %q", got, want)
+	}
+}
+
+// sgCheckPrompt fails if the process took as long to exit as what the
+// second signal was to cut short would have taken by itself: the final
+// sync on a stalled server, the EBUSY retries on a busy mount.
+func sgCheckPrompt(t *testing.T, took time.Duration, stall, busy bool) {
+	t.Helper()
+	if stall && took >= syncqueue.FinalSyncTimeout {
+		t.Errorf("exited %s after the first signal: the second did not cut the final sync (bounded at %s) short", took, syncqueue.FinalSyncTimeout)
+	}
+	if busy && took >= worker.UnmountTimeout {
+		t.Errorf("exited %s after the first signal: the second did not cut the unmount retries (bounded at %s) short", took, worker.UnmountTimeout)
+	}
+}
+
+// sgWaitContent polls the store service at url until the memory at path
+// holds want.
+func sgWaitContent(t *testing.T, url, key, storeID, path, want string) {
+	t.Helper()
+	cl, err := client.New(client.Options{BaseURL: url, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wkSyncTimeout)
+	for wkContents(t, cl, storeID)[path] != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach the store within %s", path, wkSyncTimeout)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
+	}
+}
+
+// sgHoldBusy keeps a process whose working directory is dir until the
+// test ends: an unmount of dir fails with EBUSY meanwhile.
+func sgHoldBusy(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start a process in %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck
+		cmd.Wait()         //nolint:errcheck
+	})
+}
+
+// sgWaitFrozen polls until the mount at dir refuses changes (EROFS): the
+// stop has begun. It probes with mkdir, because an empty directory exists
+// only locally and never reaches the store.
+func sgWaitFrozen(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(mtPollTimeout)
+	for i := 0; ; i++ {
+		err := os.Mkdir(filepath.Join(dir, fmt.Sprintf("probe-%d", i)), 0o755)
+		switch {
+		case errors.Is(err, syscall.EROFS):
+			return
+		case err != nil:
+			t.Fatalf("probing the mount for the stop: %v", err)
+		case time.Now().After(deadline):
+			t.Fatalf("the mount at %s still takes changes %s after SIGINT", dir, mtPollTimeout)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, not a wait for an outcome
+	}
+}
+
+// sgCheckDetached fails unless dir is neither a dead FUSE mount (ENOTCONN)
+// nor in /proc/self/mountinfo; a mount still there is detached lazily, so
+// none outlives the test.
+func sgCheckDetached(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stat %s after the process exited: %v (a dead mount)", dir, err)
+	}
+	if harness.IsMounted(dir) {
+		t.Errorf("%s is still in /proc/self/mountinfo after the process exited; detaching it", dir)
+		syscall.Unmount(dir, syscall.MNT_DETACH) //nolint:errcheck
+	}
+}
