@@ -388,7 +388,13 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 		e.log.WithField("deletes", res.DeletesPending).Warn("the session did not end cleanly: pending deletions were not sent")
 	}
 	if left := res.Left - res.DeletesPending; left > 0 {
-		e.log.WithField("left", left).Warn("final sync cut short: changes stay in the journal and are replayed at the next mount of this store")
+		why := map[string]int{}
+		for _, c := range e.Status().Pending {
+			if c.Op != "delete" && c.Op != "unjournaled" {
+				why[c.Reason]++
+			}
+		}
+		e.log.WithFields(logrus.Fields{"left": left, "reasons": why}).Warn("changes stay in the journal at the end of this mount: they are replayed and uploaded by the next mount of this store (memfs status lists them)")
 	}
 	if u := e.tree.Unjournaled(); len(u) > 0 {
 		e.log.WithField("files", len(u)).Error("files closed while the state dir was full are still not journaled: their last changes are lost with this mount")

@@ -277,6 +277,8 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	}
 	r.res.Conflicts = len(r.conflicted)
 	switch {
+	case r.transient > 0 && ctx.Err() != nil:
+		// Cut short (a final sync out of time, a stop): not an outage.
 	case r.transient > 0:
 		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded", r.transient))
 	case r.res.Uploaded+r.res.Deleted > 0:
