@@ -2,6 +2,11 @@
 // builds the memfs binary once per test binary and starts `memfs serve`
 // on a free loopback port with its own data dir, over SQLite or a fresh
 // PostgreSQL database.
+//
+// It also makes the world around those processes fail: a FaultProxy
+// between clients and memfs serve cuts, blackholes or drops answers on
+// the network, and SmallTmpfs with FillDisk give a state dir a disk that
+// fills up. Like the processes, every fault is undone when the test ends.
 package harness
 
 import (
