@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/memfs/memfs/test/harness"
 )
 
 // An append of several changes is one write: when it fails, none of them
@@ -104,48 +104,11 @@ func TestAppendKeepsRoomForACompaction(t *testing.T) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of size bytes at a new directory (root only).
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root to mount a small tmpfs (CI runs as root)")
-		}
-		t.Skip("needs root to mount a small tmpfs")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) }) //nolint:errcheck
-	return dir
-}
-
-// fill writes a file until the file system is full and returns its path.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "filler")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return p
-		}
-	}
-}
-
 // On a real, full file system: the journal refuses what it can't keep,
 // confirmations still take effect (in memory), and once there is room
 // again the journal saves its state and shrinks by itself.
 func TestFullDiskRecoversByItself(t *testing.T) {
-	disk := mountTmpfs(t, 2<<20)
+	disk := harness.SmallTmpfs(t, "2m")
 	dir := filepath.Join(disk, "store")
 	opts, _ := testOpts()
 	j := open(t, dir, opts)
@@ -165,7 +128,7 @@ func TestFullDiskRecoversByItself(t *testing.T) {
 	}
 	// Someone else takes the rest of the disk: not even a confirmation
 	// fits. The store confirms everything meanwhile.
-	filler := fill(t, disk)
+	release := harness.FillDisk(t, disk)
 	for i, lsn := range lsns {
 		if err := j.Confirm(fmt.Sprint("f", i), lsn, fmt.Sprint("mem_", i), "sha", fmt.Sprintf("/f%d", i)); err != nil {
 			t.Fatalf("Confirm on a full disk: %v", err)
@@ -175,9 +138,7 @@ func TestFullDiskRecoversByItself(t *testing.T) {
 		t.Fatalf("after confirming on a full disk: %+v, want nothing pending", s)
 	}
 	// Space comes back: the journal saves and shrinks by itself.
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	deadline := time.Now().Add(10 * time.Second)
 	for s := j.Stats(); s.Unsaved || s.FileBytes > headerLen; s = j.Stats() {
 		if time.Now().After(deadline) {
@@ -196,13 +157,13 @@ func TestFullDiskRecoversByItself(t *testing.T) {
 // With nothing pending and no room even for journal.tmp, the journal is
 // cut back to its header in place.
 func TestFullDiskEmptyJournalCutInPlace(t *testing.T) {
-	disk := mountTmpfs(t, 1<<20)
+	disk := harness.SmallTmpfs(t, "1m")
 	dir := filepath.Join(disk, "store")
 	opts, _ := testOpts()
 	opts.CompactMinBytes = 1 << 30 // only the empty-journal rule compacts
 	j := open(t, dir, opts)
 	lsn := put(t, j, "f", "/f", string(bytes.Repeat([]byte("z"), 100<<10)))
-	filler := fill(t, disk)
+	release := harness.FillDisk(t, disk)
 	if err := j.Confirm("f", lsn, "mem_f", "sha", "/f"); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +174,7 @@ func TestFullDiskEmptyJournalCutInPlace(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
-	os.Remove(filler) //nolint:errcheck
+	release()
 	closeJ(t, j)
 	j = open(t, dir, opts)
 	if p := j.Pending(); len(p) != 0 {
