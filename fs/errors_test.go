@@ -40,6 +40,7 @@ func TestToErrno(t *testing.T) {
 		{"nil", nil, 0},
 		{"raw errno", syscall.ENOSPC, syscall.ENOSPC},
 		{"wrapped raw errno", fmt.Errorf("journal write: %w", syscall.EDQUOT), syscall.EDQUOT},
+		{"joined errors", errors.Join(errors.New("compaction failed"), fmt.Errorf("append: %w", syscall.ENOSPC)), syscall.ENOSPC},
 		{"unknown error", errors.New("disk on fire"), syscall.EIO},
 		{"wrapped unknown error", fmt.Errorf("journal: %w", errors.New("torn record")), syscall.EIO},
 	}

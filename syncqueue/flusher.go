@@ -252,7 +252,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	for _, o := range ops {
 		g.Go(func() error {
 			if err := f.upload(ctx, o); err != nil {
-				r.failed(o, f.judge(o.entry, err))
+				r.failed(o, f.judge(o, err))
 			} else {
 				r.done(o)
 			}
@@ -394,14 +394,19 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	return nil
 }
 
-// judge classifies a failed change, records why it waits, and warns once
-// per file where a person should know.
+// judge classifies a failed upload, records why it waits (for the file,
+// and for the delete folded into it), and warns once per file where a
+// person should know.
 //
 // REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) judge(e journal.Entry, err error) verdict {
+func (f *flusher) judge(o op, err error) verdict {
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
-	return f.judgeLocked(e, err)
+	v := f.judgeLocked(o.entry, err)
+	if o.replace != nil {
+		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: f.e.now()}
+	}
+	return v
 }
 
 // judgeLocked is judge with syncMu held.

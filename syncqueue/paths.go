@@ -48,7 +48,7 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 				progress = true
 				continue
 			}
-			if v := f.judge(o.entry, err); v == pathFailure {
+			if v := f.judge(o, err); v == pathFailure {
 				still = append(still, o)
 			} else {
 				r.failed(o, v)

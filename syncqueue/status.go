@@ -39,6 +39,9 @@ type Status struct {
 	// RemoteBlocked: a change from the store waits because a local version
 	// it would replace can't be kept yet.
 	RemoteBlocked bool `json:"remote_blocked,omitempty"`
+	// FeedCursor is how far the overlay has applied the store's change
+	// feed (0 without a feed): a change at or below it is on the mount.
+	FeedCursor int64 `json:"feed_cursor"`
 }
 
 // PendingChange is one change that has not reached the store.
@@ -71,6 +74,7 @@ func (e *Engine) Status() Status {
 		s.LastError, s.LastErrorAt = lastErr.Error(), &lastAt
 	}
 	if e.journal == nil {
+		e.locked(func() { s.FeedCursor = e.cursor })
 		return s
 	}
 	js := e.journal.Stats()
@@ -84,7 +88,7 @@ func (e *Engine) Status() Status {
 	}
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
-	s.RemoteBlocked = e.remoteBlocked
+	s.RemoteBlocked, s.FeedCursor = e.remoteBlocked, e.cursor
 	if f := e.f; f != nil && !f.last.At.IsZero() {
 		last := f.last
 		s.LastPass = &last

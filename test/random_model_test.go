@@ -193,7 +193,8 @@ func (r *rnd) pickNewPath(limit int, count int) string {
 }
 
 // content returns ASCII text (valid UTF-8 whatever the offset it is
-// written at), sometimes identical to other files'.
+// written at), sometimes identical to other files', and now and then with
+// a byte that is not UTF-8.
 func (r *rnd) content(maxLen int) []byte {
 	if r.pct(20) {
 		return []byte(rndPick(r, rndPalette))
@@ -206,6 +207,11 @@ func (r *rnd) content(maxLen int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = alphabet[r.rng.IntN(len(alphabet))]
+	}
+	if n > 0 && r.pct(3) {
+		// Not UTF-8: the file stays local, its upload waits until it is
+		// made valid.
+		b[r.rng.IntN(n)] = 0xff
 	}
 	return b
 }

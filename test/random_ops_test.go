@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/memfs/memfs/fs"
 )
@@ -39,7 +40,7 @@ func (r *rnd) step(i int) {
 		{2, r.opBackup},
 	}
 	if r.swaps {
-		ops = append(ops, op{3, r.opSwap})
+		ops = append(ops, op{3, r.opSwap}, op{2, r.opRotate})
 	}
 	total := 0
 	for _, o := range ops {
@@ -68,12 +69,70 @@ func (r *rnd) open(p string, flags int, mode uint32) (int, error) {
 	return fd, err
 }
 
-// closeFD closes fd, which must succeed (close is where a write reaches
-// the journal).
-func (r *rnd) closeFD(desc string, fd int) {
+// closeFD closes fd, expecting want (a reader, or a handle that can't
+// have anything to journal).
+func (r *rnd) closeFD(desc string, fd int, want syscall.Errno) {
 	r.t.Helper()
 	delete(r.fds, fd)
-	r.expect(desc+": close", 0, syscall.Close(fd))
+	r.expect(desc+": close", want, syscall.Close(fd))
+}
+
+// closeWriter closes a writer of p (close is where its content reaches the
+// journal). dirty: the handle changed the file (a create, a write that
+// took bytes, an ftruncate); wrote: write(2) was called through it. After
+// a write, content that is not UTF-8 fails with EILSEQ (journaled; its
+// upload waits). While the state dir is full, a close with content to
+// journal (this handle's, or an earlier close's that could not be
+// journaled either) may fail with ENOSPC: the file keeps its content, to
+// be journaled once there is room. p is "" for a file unlinked while
+// open: nothing to keep.
+func (r *rnd) closeWriter(desc string, fd int, p string, dirty, wrote bool) {
+	r.t.Helper()
+	delete(r.fds, fd)
+	err := syscall.Close(fd)
+	if p == "" {
+		r.expect(desc+": close", 0, err)
+		return
+	}
+	want := syscall.Errno(0)
+	if wrote && !utf8.Valid(r.m.files[p]) {
+		want = syscall.EILSEQ
+	}
+	if r.full && (dirty || r.unjournaled[p]) {
+		if r.refusedForSpace(err) {
+			r.unjournaled[p] = true
+			return
+		}
+		delete(r.unjournaled, p)
+	}
+	r.expect(desc+": close", want, err)
+}
+
+// refusedForSpace reports whether a call that journals was refused
+// because the state dir is full. While it is, such a call may be refused
+// (ENOSPC, and it changed nothing) or succeed: the journal may find room
+// by cutting its own history. Both are right; what the mount shows after
+// either is checked against the model.
+func (r *rnd) refusedForSpace(err error) bool {
+	if r.full && rndErrno(err) == syscall.ENOSPC {
+		r.stats["refused for space"]++
+		return true
+	}
+	return false
+}
+
+// journals reports whether a change of the tree at or below p writes to
+// the journal (a file, or a directory holding files).
+func (m *rndModel) journals(p string) bool {
+	if _, ok := m.files[p]; ok {
+		return true
+	}
+	for f := range m.files {
+		if strings.HasPrefix(f, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // writeLoop writes data at off, or appends it, as a program's write loop
@@ -108,7 +167,7 @@ func rndWriteLoop(fd int, data []byte, off int, appending bool) (int, error) {
 // read first, so the part up to the limit may have been taken by an
 // earlier request (a short write, as on any filesystem with a size limit):
 // what was written must lie within the limit, and it is applied.
-func (r *rnd) write(desc, p string, fd, off int, data []byte, appending bool) {
+func (r *rnd) write(desc, p string, fd, off int, data []byte, appending bool) int {
 	r.t.Helper()
 	n, err := rndWriteLoop(fd, data, off, appending)
 	if off+len(data) <= rndMaxContent {
@@ -123,7 +182,7 @@ func (r *rnd) write(desc, p string, fd, off int, data []byte, appending bool) {
 		}
 	}
 	if n == 0 {
-		return
+		return 0
 	}
 	c := r.m.files[p]
 	if end := off + n; end > len(c) {
@@ -131,6 +190,7 @@ func (r *rnd) write(desc, p string, fd, off int, data []byte, appending bool) {
 	}
 	copy(c[off:], data[:n])
 	r.m.files[p] = c
+	return n
 }
 
 // opCreate: open(O_CREAT|O_TRUNC [|O_EXCL]), write, close.
@@ -160,13 +220,18 @@ func (r *rnd) create(i int, op, p string, excl bool, c []byte) {
 	desc := fmt.Sprintf("create %s excl=%v (%d bytes)", p, excl, len(c))
 	r.record(i, op, desc, want)
 	fd, err := r.open(p, flags, 0o644)
+	if want == 0 && r.m.kind(p) == rndFile && len(r.m.files[p]) > 0 && r.refusedForSpace(err) {
+		return // O_TRUNC truncates by path (a setattr without a handle), journaled at once
+	}
 	r.expect(desc+": open", want, err)
 	if err != nil {
 		return
 	}
 	r.m.files[p] = nil
-	r.write(desc, p, fd, 0, c, false)
-	r.closeFD(desc, fd)
+	if len(c) > 0 {
+		r.write(desc, p, fd, 0, c, false)
+	}
+	r.closeWriter(desc, fd, p, true, len(c) > 0)
 }
 
 // opWrite: pwrite at an offset (holes read as zeros), sometimes beyond
@@ -213,8 +278,8 @@ func (r *rnd) opWrite(i int) {
 	if err != nil {
 		return
 	}
-	r.write(desc, p, fd, off, data, false)
-	r.closeFD(desc, fd)
+	n := r.write(desc, p, fd, off, data, false)
+	r.closeWriter(desc, fd, p, n > 0, true)
 }
 
 // opAppend: open(O_APPEND), write, close.
@@ -248,8 +313,8 @@ func (r *rnd) opAppend(i int) {
 	if err != nil {
 		return
 	}
-	r.write(desc, p, fd, len(r.m.files[p]), data, true)
-	r.closeFD(desc, fd)
+	n := r.write(desc, p, fd, len(r.m.files[p]), data, true)
+	r.closeWriter(desc, fd, p, n > 0, len(data) > 0)
 }
 
 // opTruncate: truncate(2) by path, or ftruncate on a descriptor opened for
@@ -288,7 +353,11 @@ func (r *rnd) opTruncate(i int) {
 			want = sizeWant
 		}
 		r.record(i, "truncate", desc, want)
-		r.expect(desc, want, syscall.Truncate(r.abs(p), int64(size)))
+		err := syscall.Truncate(r.abs(p), int64(size))
+		if want == 0 && size != cur && r.refusedForSpace(err) {
+			return // journaled at once: refused whole
+		}
+		r.expect(desc, want, err)
 		if want != 0 {
 			return
 		}
@@ -305,18 +374,26 @@ func (r *rnd) opTruncate(i int) {
 			return
 		}
 		r.expect(desc+": ftruncate", sizeWant, syscall.Ftruncate(fd, int64(size)))
-		r.closeFD(desc, fd)
 		if sizeWant != 0 {
+			r.closeWriter(desc, fd, p, false, false)
 			return
 		}
+		r.m.resize(p, size)
+		r.closeWriter(desc, fd, p, true, false)
+		return
 	}
-	c := r.m.files[p]
+	r.m.resize(p, size)
+}
+
+// resize truncates or extends (with zeros) the file p.
+func (m *rndModel) resize(p string, size int) {
+	c := m.files[p]
 	if size <= len(c) {
 		c = c[:size:size]
 	} else {
 		c = append(c, make([]byte, size-len(c))...)
 	}
-	r.m.files[p] = c
+	m.files[p] = c
 }
 
 // renameWant is the errno rename(2) gives for src -> dst, in the order the
@@ -360,9 +437,25 @@ func (r *rnd) rename(i int, op, src, dst string) {
 	want := r.m.renameWant(src, dst)
 	desc := fmt.Sprintf("rename %s -> %s", src, dst)
 	r.record(i, op, desc, want)
-	r.expect(desc, want, syscall.Rename(r.abs(src), r.abs(dst)))
+	err := syscall.Rename(r.abs(src), r.abs(dst))
+	if want == 0 && src != dst && (r.m.journals(src) || r.m.kind(dst) == rndFile) && r.refusedForSpace(err) {
+		return // journaled before it is made: refused whole
+	}
+	r.expect(desc, want, err)
 	if want == 0 && src != dst {
 		r.m.move(src, dst)
+		r.moveUnjournaled(src, dst)
+	}
+}
+
+// moveUnjournaled notes that a rename that went through journaled every
+// file it moved, with its content, and removed the file it replaced: none
+// of them is unjournaled any more.
+func (r *rnd) moveUnjournaled(src, dst string) {
+	for p := range r.unjournaled {
+		if p == src || strings.HasPrefix(p, src+"/") || p == dst {
+			delete(r.unjournaled, p)
+		}
 	}
 }
 
@@ -421,8 +514,10 @@ func (r *rnd) opHandleMove(i int) {
 	fd, err := r.open(p, syscall.O_WRONLY, 0)
 	r.expect(desc, 0, err)
 	cur := p // where the open file is now; "" once unlinked
+	dirty, wrote := false, false
 	write := func() {
 		data := r.content(100)
+		wrote = wrote || len(data) > 0
 		off := r.rng.IntN(min(len(r.m.files[cur])+10, rndMaxContent-len(data)) + 1)
 		d := fmt.Sprintf("pwrite (open %s) off=%d len=%d", p, off, len(data))
 		r.ops = append(r.ops, fmt.Sprintf("%d: %s", i, d))
@@ -431,6 +526,7 @@ func (r *rnd) opHandleMove(i int) {
 		if cur == "" || n == 0 {
 			return
 		}
+		dirty = true
 		c := r.m.files[cur]
 		if end := off + n; end > len(c) {
 			c = append(c, make([]byte, end-len(c))...)
@@ -442,18 +538,21 @@ func (r *rnd) opHandleMove(i int) {
 	if r.pct(30) {
 		d := "unlink (open) " + p
 		r.record(i, "handle-move", d, 0)
-		r.expect(d, 0, syscall.Unlink(r.abs(p)))
-		delete(r.m.files, p)
-		cur = ""
+		if err := syscall.Unlink(r.abs(p)); !r.refusedForSpace(err) {
+			r.expect(d, 0, err)
+			delete(r.m.files, p)
+			delete(r.unjournaled, p)
+			cur = ""
+		}
 	} else {
 		dst := rndJoin(r.pickDir(rndMaxDepth-1), rndPick(r, rndNames))
-		if r.m.renameWant(p, dst) == 0 && p != dst {
+		r.rename(i, "handle-move", p, dst)
+		if _, ok := r.m.files[p]; !ok {
 			cur = dst
 		}
-		r.rename(i, "handle-move", p, dst)
 	}
 	write()
-	r.closeFD("close (open) "+p, fd)
+	r.closeWriter("close (open) "+p, fd, cur, dirty, wrote)
 }
 
 // opSwap swaps two files or directories through a temporary name, as
@@ -470,6 +569,25 @@ func (r *rnd) opSwap(i int) {
 	r.rename(i, "swap", a, tmp)
 	r.rename(i, "swap", b, a)
 	r.rename(i, "swap", tmp, b)
+}
+
+// opRotate moves three or four files or directories round through a
+// temporary name (mv a t; mv d a; mv c d; mv b c; mv t b): a longer cycle.
+func (r *rnd) opRotate(i int) {
+	all := append(r.m.sortedFiles(), r.m.sortedDirs()[1:]...)
+	k := 3 + r.rng.IntN(2)
+	if len(all) < k {
+		r.opCreate(i)
+		return
+	}
+	r.rng.Shuffle(len(all), func(a, b int) { all[a], all[b] = all[b], all[a] })
+	ring := all[:k]
+	const tmp = ".rotate"
+	r.rename(i, "rotate", ring[0], tmp)
+	for j := 0; j < k-1; j++ {
+		r.rename(i, "rotate", ring[k-1-j], ring[(k-j)%k])
+	}
+	r.rename(i, "rotate", tmp, ring[1])
 }
 
 // opRenameFile renames a file: onto a new name, over another file, into
@@ -528,9 +646,14 @@ func (r *rnd) opUnlink(i int) {
 	}
 	desc := "unlink " + p
 	r.record(i, "unlink", desc, want)
-	r.expect(desc, want, syscall.Unlink(r.abs(p)))
+	err := syscall.Unlink(r.abs(p))
+	if want == 0 && r.refusedForSpace(err) {
+		return // journaled before it is made: refused whole
+	}
+	r.expect(desc, want, err)
 	if want == 0 {
 		delete(r.m.files, p)
+		delete(r.unjournaled, p)
 	}
 }
 
@@ -607,7 +730,7 @@ func (r *rnd) opMarker(i int) {
 		r.record(i, "marker", desc, syscall.EPERM)
 		fd, err := r.open(mk, syscall.O_WRONLY, 0)
 		if err == nil {
-			r.closeFD(desc, fd)
+			r.closeFD(desc, fd, 0)
 		}
 		r.expect(desc, syscall.EPERM, err)
 	case 4:
@@ -646,7 +769,7 @@ func (r *rnd) opInvalid(i int) {
 		r.record(i, "create-in-missing", desc, syscall.ENOENT)
 		fd, err := r.open(p, syscall.O_WRONLY|syscall.O_CREAT, 0o644)
 		if err == nil {
-			r.closeFD(desc, fd)
+			r.closeFD(desc, fd, 0)
 		}
 		r.expect(desc, syscall.ENOENT, err)
 	case 2:
@@ -660,7 +783,7 @@ func (r *rnd) opInvalid(i int) {
 		r.record(i, "write-too-far", desc, syscall.EFBIG)
 		fd, err := r.open(p, syscall.O_WRONLY, 0)
 		r.expect(desc+": open", 0, err)
-		r.write(desc, p, fd, off, data, false)
-		r.closeFD(desc, fd)
+		n := r.write(desc, p, fd, off, data, false)
+		r.closeWriter(desc, fd, p, n > 0, true)
 	}
 }

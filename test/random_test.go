@@ -33,27 +33,46 @@ import (
 
 // TestRandomMountModel applies long random sequences of file operations
 // both to a real FUSE mount of a store (mounted in this process with
-// worker.MountStore, backed by a real `memfs serve` over SQLite) and to an
-// in-memory model of what the mount must hold. After every step the mount
-// must equal the model exactly (paths, directories, bytes) and every
-// failing operation must fail with the errno the model predicts; every
-// few steps the test drives the flusher until nothing is pending and the
-// store must hold exactly the model's files.
+// worker.MountStore, backed by a real `memfs serve` over SQLite, through a
+// fault proxy) and to an in-memory model of what the mount must hold.
+// After every step the mount must equal the model exactly (paths,
+// directories, bytes) and every failing operation must fail with the
+// errno the model predicts; every few steps the test drives the flusher
+// until it has nothing more to do and checks the sync invariant of
+// shared/design/sync.md: every file is in the store, or pending with a
+// reason memfs status shows, or (the store won) in the conflict log, and
+// every memory of the store is a file of the mount or has a pending
+// change of its own.
+//
+// Between those checks it also:
+//   - has another client edit, create, rename and delete memories, and
+//     race the mount's own unsynced edits on purpose (the merge rules:
+//     the store wins and the local version goes to the conflict log, a
+//     local delete gives way to a remote edit, a local edit re-creates a
+//     memory deleted in the store);
+//   - takes the store away (the proxy cuts every connection) for a few
+//     steps: nothing is lost, status says the store is unreachable;
+//   - fills the state dir's disk (a small tmpfs) for a few steps: closes
+//     fail with ENOSPC but keep their content, renames, unlinks and
+//     truncates are refused whole, and once the disk frees everything is
+//     journaled and uploaded by itself;
+//   - writes content that is not UTF-8 now and then (closes fail with
+//     EILSEQ; the files stay pending with that reason until made valid),
+//     and swaps and rotates files and folders through temporary names.
 //
 // A sequence has three phases: the random steps on a fresh mount, ending
-// with a full sync and a clean close; a remount with a fresh state dir,
-// which must show exactly the store; and more steps closed cleanly with
-// no sync first, then a remount on the same state dir, which must show
-// the model (the journal is replayed) and sync the store to it.
+// with every file made valid, a full sync and a clean close; a remount
+// with a fresh state dir, which must show exactly the store; and more
+// steps closed cleanly with no sync first, then a remount on the same
+// state dir, which must show the model (the journal is replayed) and sync
+// the store to it.
 //
 // Each sequence is seeded. A fixed list of seeds runs every time, plus one
 // time-based seed; MEMFS_RANDOM_SEED=N runs only seed N (and
 // MEMFS_RANDOM_STEPS=N changes the length), to reproduce a failure.
-// MEMFS_RANDOM_SWAPS=1 adds swaps through a temporary name (mv a t; mv b
-// a; mv t b), which the flusher can't upload yet: the two renames wait on
-// each other's path for ever.
+// MEMFS_RANDOM_SWAPS=0 leaves swaps and rotations out.
 func TestRandomMountModel(t *testing.T) {
-	rndNeedFUSE(t)
+	mtRequireFUSE(t)
 	seeds, steps := randomSeeds(t)
 	srv := harness.StartServe(t, harness.ServeOptions{})
 	var storeIDs []string
@@ -72,20 +91,6 @@ func TestRandomMountModel(t *testing.T) {
 			t.Errorf("%s (store %s) is still mounted after the test; detaching it", mi.Dir, mi.Source)
 			_ = unix.Unmount(mi.Dir, unix.MNT_DETACH)
 		}
-	}
-}
-
-// rndNeedFUSE skips a test that mounts in-process when it can't.
-func rndNeedFUSE(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount FUSE in-process (DirectMount): not running as root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("needs /dev/fuse: %v", err)
-	}
-	if err := fs.CheckFUSE(); err != nil {
-		t.Skipf("can't mount FUSE: %v", err)
 	}
 }
 
@@ -174,13 +179,16 @@ type rnd struct {
 	seed    uint64
 	rng     *rand.Rand
 	ctx     context.Context
-	cl      *client.Client
-	tr      *http.Transport // the client's: its idle connections are closed at the end
+	cl      *client.Client      // straight to memfs serve: the test's checks and the other writer
+	ecl     *client.Client      // the engine's, through the proxy
+	tr      *http.Transport     // the clients': idle connections are closed at the end
+	proxy   *harness.FaultProxy // between the engine and memfs serve
 	storeID string
 	logs    *rndLogBuffer
 	log     logrus.FieldLogger
 
-	base     string       // temp dir holding mount points and state dirs
+	base     string       // temp dir holding mount points
+	disk     string       // a small tmpfs holding the state dirs: filled on cue
 	stateDir string       // of the last mount
 	fds      map[int]bool // descriptors open on the mount
 	mnt      *worker.Mounted
@@ -190,25 +198,42 @@ type rnd struct {
 	ops      []string // every step, for the failure report
 	stats    map[string]int
 	passes   map[int]int // flusher passes needed to drain -> times
-	swaps    bool        // MEMFS_RANDOM_SWAPS=1: include opSwap
+	swaps    bool        // swaps and rotations (MEMFS_RANDOM_SWAPS=0 leaves them out)
+
+	full        bool                     // the state dir's disk is full now
+	unjournaled map[string]bool          // files closed while it was full (their content is not journaled yet)
+	conflicts   map[string][]rndConflict // state dir -> local versions the store won, in order
+	remoteN     int                      // names of the other writer's new files
+}
+
+// rndConflict is a local version the model expects in the conflict log.
+type rndConflict struct {
+	path    string
+	content []byte
 }
 
 // runRandomSequence runs one seeded sequence on a new store and returns
 // the store's id.
 func runRandomSequence(t *testing.T, srv *harness.Serve, seed uint64, steps int) string {
-	leaks := goleak.IgnoreCurrent()
 	r := newRnd(t, srv, seed)
+	// The fault proxy's goroutines live until the test's cleanup.
+	leaks := goleak.IgnoreCurrent()
 	start := time.Now()
 
 	// Phase 1: the random sequence on a fresh mount, checked against the
-	// store every rndSyncEvery steps and at the end.
+	// store every rndSyncEvery steps, with the other writer and the
+	// faults in between; at the end every file is made valid and the
+	// store must hold exactly the model.
 	r.mount("state1", "mnt1")
 	for i := 1; i <= steps; i++ {
 		r.step(i)
 		if i%rndSyncEvery == 0 {
 			r.syncAndCheckStore(fmt.Sprintf("after step %d", i), false)
+			r.remoteRound(i)
+			i = r.faultEpisode(i)
 		}
 	}
+	r.heal(steps)
 	r.syncAndCheckStore("at the end", true)
 	r.close(true)
 
@@ -233,7 +258,9 @@ func runRandomSequence(t *testing.T, srv *harness.Serve, seed uint64, steps int)
 	r.m.dirs = rndImpliedDirs(r.m.files)
 	r.mount("state3", "mnt4")
 	r.checkMount("after the remount on the same state dir")
-	r.syncAndCheckStore("after the replay", true)
+	r.syncAndCheckStore("after the replay", false)
+	r.heal(steps + rndTailSteps)
+	r.syncAndCheckStore("after the replay, every file valid", true)
 	r.close(true)
 
 	r.tr.CloseIdleConnections()
@@ -249,7 +276,16 @@ func runRandomSequence(t *testing.T, srv *harness.Serve, seed uint64, steps int)
 func newRnd(t *testing.T, srv *harness.Serve, seed uint64) *rnd {
 	ctx := t.Context()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	cl, err := client.New(client.Options{BaseURL: srv.URL, APIKey: srv.AdminKey, HTTPClient: &http.Client{Transport: tr}})
+	hc := &http.Client{Transport: tr}
+	cl, err := client.New(client.Options{BaseURL: srv.URL, APIKey: srv.AdminKey, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := harness.NewFaultProxy(t, srv.URL)
+	// The engine's client gives up fast while the store is away, so a
+	// pass during an outage fails in milliseconds, not after retries.
+	ecl, err := client.New(client.Options{BaseURL: proxy.URL(), APIKey: srv.AdminKey, HTTPClient: hc,
+		RetryMax: 1, RetryWaitMin: 5 * time.Millisecond, RetryWaitMax: 20 * time.Millisecond, Timeout: rndOpTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,13 +299,19 @@ func newRnd(t *testing.T, srv *harness.Serve, seed uint64) *rnd {
 	lg := logrus.New()
 	lg.SetOutput(logs)
 	lg.SetLevel(logrus.InfoLevel)
-	r := &rnd{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x6d656d6673)), ctx: ctx, cl: cl, tr: tr, storeID: st.ID,
+	r := &rnd{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x6d656d6673)), ctx: ctx, cl: cl, ecl: ecl, tr: tr, proxy: proxy, storeID: st.ID,
 		logs: logs, log: lg, m: rndModel{files: map[string][]byte{}, dirs: map[string]bool{}},
 		stats: map[string]int{}, passes: map[int]int{}, fds: map[int]bool{}, base: t.TempDir(),
-		swaps: os.Getenv("MEMFS_RANDOM_SWAPS") == "1"}
+		disk: harness.SmallTmpfs(t, "48m"), swaps: os.Getenv("MEMFS_RANDOM_SWAPS") != "0",
+		unjournaled: map[string]bool{}, conflicts: map[string][]rndConflict{}}
+	for _, d := range []string{"state1", "state2", "state3"} {
+		if err := os.Mkdir(filepath.Join(r.disk, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Every directory is made before the cleanup below is registered, so
 	// the cleanup (unmount) runs before testing removes them.
-	for _, d := range []string{"mnt", "state1", "state2", "state3"} {
+	for _, d := range []string{"mnt"} {
 		if err := os.Mkdir(filepath.Join(r.base, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -304,8 +346,8 @@ func (r *rnd) mount(stateDir, name string) {
 	m, err := worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
 			StoreID:  r.storeID,
-			Store:    r.cl,
-			StateDir: filepath.Join(r.base, stateDir),
+			Store:    r.ecl,
+			StateDir: filepath.Join(r.disk, stateDir),
 			// Passes are driven by SyncNow; a timed pass at a random moment
 			// would make a sequence depend on timing (the whole-store guard
 			// restores files if it runs while the tree is empty).
@@ -319,7 +361,7 @@ func (r *rnd) mount(stateDir, name string) {
 	if err != nil {
 		r.t.Fatalf("mount %s: %v", name, err)
 	}
-	r.mnt, r.root, r.closed, r.stateDir = m, m.Dir(), false, filepath.Join(r.base, stateDir)
+	r.mnt, r.root, r.closed, r.stateDir = m, m.Dir(), false, filepath.Join(r.disk, stateDir)
 	if mounted, err := fs.IsMounted(r.root); err != nil || !mounted {
 		r.t.Fatalf("after MountStore: IsMounted(%s) = %v, %v; want true", r.root, mounted, err)
 	}

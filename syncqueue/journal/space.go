@@ -28,9 +28,12 @@ func (e *noSpaceError) Error() string {
 	return fmt.Sprintf("%v in %s: the change and a compaction of what is pending need %d bytes, %d are free", ErrNoSpace, e.dir, e.need, e.avail)
 }
 
-func (e *noSpaceError) Is(target error) bool {
-	return target == ErrNoSpace || target == syscall.ENOSPC
-}
+// Is makes errors.Is(err, ErrNoSpace) true.
+func (e *noSpaceError) Is(target error) bool { return target == ErrNoSpace }
+
+// Unwrap is syscall.ENOSPC, so errors.Is and errors.As see the errno the
+// filesystem answers with.
+func (e *noSpaceError) Unwrap() error { return syscall.ENOSPC }
 
 // roomLocked reports whether the directory has room for raws and, after
 // them, for one compaction of the pending state (plus spaceSlack): the

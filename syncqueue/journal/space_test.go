@@ -85,8 +85,9 @@ func TestAppendKeepsRoomForACompaction(t *testing.T) {
 	budget = 100 << 10
 	size := j.Stats().FileBytes
 	_, err := j.Put("h", "/h", content)
-	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("Put without room: %v, want ErrNoSpace and ENOSPC", err)
+	var errno syscall.Errno
+	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) || !errors.As(err, &errno) || errno != syscall.ENOSPC {
+		t.Fatalf("Put without room: %v, want ErrNoSpace, and ENOSPC for errors.Is and errors.As (the errno the filesystem answers)", err)
 	}
 	if s := j.Stats(); s.FileBytes != size {
 		t.Fatalf("a refused Put changed the file: %d bytes, was %d", s.FileBytes, size)
