@@ -33,9 +33,14 @@ func (e *Engine) resolve(ctx context.Context, memoryID string) error {
 			return err
 		}
 		e.syncMu.Lock()
-		if e.ms.gen[memoryID] != gen && try < maxFetchTries {
+		if e.ms.gen[memoryID] != gen {
 			e.syncMu.Unlock()
-			continue
+			if try < maxFetchTries {
+				continue
+			}
+			// Never merge an answer that may be older than what was
+			// applied: the change is merged again later.
+			return localError{fmt.Errorf("memory %s keeps changing while it is fetched; merged later", memoryID)}
 		}
 		err = e.applyRemote(memoryID, m)
 		e.syncMu.Unlock()

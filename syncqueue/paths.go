@@ -129,6 +129,9 @@ func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool
 	if fileID, ok := e.ms.byMemory[id]; ok {
 		e.ms.agree(fileID, m)
 	}
+	// The op's own park moved gen: its upload must still settle as the
+	// newest look at the memory.
+	mover.gen = e.ms.gen[id]
 	e.syncMu.Unlock()
 	log.Info("a cycle of moves: the memory is parked at a temporary path for this pass")
 	return true

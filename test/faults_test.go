@@ -3,11 +3,15 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -240,3 +244,103 @@ func TestFaultEmptiedJournal(t *testing.T) {
 }
 
 func ftName(i int) string { return "f0" + string(rune('0'+i)) + ".md" }
+
+// ftMountVia mounts e's store through a proxy URL with a state dir and
+// interval of the test's choosing.
+func (e *mtEnv) mountVia(url, stateDir, interval string) *harness.Mount {
+	e.t.Helper()
+	e.stateDir = stateDir
+	m := harness.StartMount(e.t, harness.MountOptions{URL: url, APIKey: e.serve.AdminKey, Store: e.storeID, Dir: e.dir,
+		StateDir: stateDir, Args: []string{"--memory-sync-interval", interval}})
+	return m
+}
+
+// Cases 2 and 3: the state dir's disk fills while the store is away.
+// Closes then fail with ENOSPC but the files keep their content (never
+// visible and unrecorded for good: status lists them, not journaled yet);
+// once the store is back the journal shrinks by itself, the files that
+// could not be journaled are journaled, and everything reaches the store
+// without a human.
+func TestFaultFullStateDir(t *testing.T) {
+	e := newMtEnv(t, map[string]string{"/base.md": "base\n"})
+	proxy := harness.NewFaultProxy(t, e.serve.URL)
+	disk := harness.SmallTmpfs(t, "3m")
+	m := e.mountVia(proxy.URL(), filepath.Join(disk, "state"), "5s")
+	proxy.Cut()
+	want := map[string]string{"/base.md": "base\n"}
+	var refused string
+	for i := 0; i < 200 && refused == ""; i++ {
+		p := fmt.Sprintf("/f%03d.md", i)
+		c := strings.Repeat(fmt.Sprintf("file %d, written while the store is away\n", i), 1200) // ~50 KB
+		err := os.WriteFile(filepath.Join(m.Dir, p), []byte(c), 0o644)
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.ENOSPC):
+			refused = p
+		default:
+			t.Fatalf("write %s: %v", p, err)
+		}
+		want[p] = c
+	}
+	if refused == "" {
+		t.Fatal("200 files of 50 KB fit in the journal on a 3 MiB state dir: the test did not fill it")
+	}
+	// The refused close kept the content: it reads back, and status says
+	// it is not journaled yet because the state dir is full.
+	if b, err := os.ReadFile(filepath.Join(m.Dir, refused)); err != nil || string(b) != want[refused] {
+		t.Fatalf("%s after its close failed with ENOSPC: %d bytes, %v (want its new content)", refused, len(b), err)
+	}
+	st := ftReadStatus(t, e.stateDir)
+	reasons, _ := st.pending(m.Dir)
+	if reasons[refused] != syncqueue.ReasonNoSpace {
+		t.Fatalf("memfs status: %s waits for %q, want %q", refused, reasons[refused], syncqueue.ReasonNoSpace)
+	}
+	for _, p := range st.Processes {
+		for _, mt := range p.Mounts {
+			if !mt.Sync.NoSpace || !mt.Sync.Unreachable {
+				t.Errorf("memfs status: no_space=%v unreachable=%v, want both", mt.Sync.NoSpace, mt.Sync.Unreachable)
+			}
+		}
+	}
+	m.WaitOutput(1, "the state dir is full", mtPollTimeout)
+	// The store comes back: nothing else is done by hand.
+	proxy.Pass()
+	mtPoll(t, "everything written to reach the store", func() (bool, string) {
+		got := e.contents()
+		return maps.Equal(got, want), mtDiff(got, want)
+	})
+	m.WaitOutput(1, "store recovered", mtPollTimeout)
+	if err := os.WriteFile(filepath.Join(m.Dir, "after.md"), []byte("room again\n"), 0o644); err != nil {
+		t.Fatalf("a write once the journal shrank: %v", err)
+	}
+	want["/after.md"] = "room again\n"
+	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"failed": 0, "left": 0})
+	e.waitStore(want)
+	mtStop(t, m)
+}
+
+// Case 9, on a mount: with the network blackholed, a pass's request hangs
+// for the client's whole timeout; the store is reported unreachable long
+// before, and once the network is back everything goes up by itself.
+func TestFaultBlackholedStore(t *testing.T) {
+	e := newMtEnv(t, map[string]string{"/base.md": "base\n"})
+	proxy := harness.NewFaultProxy(t, e.serve.URL)
+	m := e.mountVia(proxy.URL(), e.stateDir, "5s")
+	proxy.Blackhole()
+	mtMustSh(t, m.Dir, `echo "written into a blackhole" > hole.md`)
+	start := time.Now()
+	m.Signal(unix.SIGUSR1) // a pass now: its upload hangs
+	m.WaitOutput(1, "store unreachable", mtPassTimeout)
+	took := time.Since(start)
+	t.Logf("store reported unreachable %s after a request began to hang (the client's attempt timeout is 30 s)", took.Round(time.Millisecond))
+	if took >= 30*time.Second {
+		t.Errorf("the outage was reported only after %s: no sooner than the request timed out", took)
+	}
+	if st := ftReadStatus(t, e.stateDir); !st.Processes[0].Mounts[0].Sync.Unreachable {
+		t.Error("memfs status does not say the store is unreachable")
+	}
+	proxy.Pass()
+	e.waitStore(map[string]string{"/base.md": "base\n", "/hole.md": "written into a blackhole\n"})
+	m.WaitOutput(1, "store recovered", mtPollTimeout)
+	mtStop(t, m)
+}
