@@ -38,7 +38,9 @@ func (e *Engine) follow(ctx context.Context) {
 		}
 		var cursor int64
 		e.locked(func() { cursor = e.cursor })
-		page, err := e.opts.Store.Changes(ctx, e.opts.StoreID, cursor, 1000, e.opts.PollWait)
+		// The loop retries with its own backoff: one attempt per poll,
+		// so a store that goes away is reported at once.
+		page, err := e.opts.Store.Changes(store.WithCallerRetries(ctx), e.opts.StoreID, cursor, 1000, e.opts.PollWait)
 		switch {
 		case ctx.Err() != nil:
 			return

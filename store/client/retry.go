@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/memfs/memfs/store"
 	"github.com/sirupsen/logrus"
 )
 
@@ -21,6 +22,9 @@ import (
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
+	}
+	if store.CallerRetries(ctx) {
+		return false, nil
 	}
 	if err != nil {
 		// The default policy declines what a retry cannot fix (bad

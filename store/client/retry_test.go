@@ -293,3 +293,25 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("retry-after 60 s gave %s, want the cap %s", d, hi)
 	}
 }
+
+// A call whose caller retries by itself (store.WithCallerRetries) makes
+// one attempt: its failure comes back at once.
+func TestCallerRetriesMakesOneAttempt(t *testing.T) {
+	var attempts atomic.Int32
+	c := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		writeErr(w, http.StatusServiceUnavailable, "overloaded_error", "busy", nil)
+	}))
+	_, err := c.GetStore(store.WithCallerRetries(context.Background()), "memstore_1")
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("GetStore: %v, want ErrUnavailable", err)
+	}
+	if got := attempts.Load(); got != 1 {
+		t.Fatalf("%d attempts, want 1", got)
+	}
+	attempts.Store(0)
+	c.GetStore(context.Background(), "memstore_1") //nolint:errcheck // fails: the point is the count
+	if got := attempts.Load(); got < 2 {
+		t.Fatalf("%d attempts without the mark, want the client's retries", got)
+	}
+}
