@@ -69,6 +69,22 @@ func (r *rnd) open(p string, flags int, mode uint32) (int, error) {
 	return fd, err
 }
 
+// fileWant is the errno of an operation on an existing file p (open,
+// truncate, unlink): ENOENT or ENOTDIR on the way, ENOENT if p is
+// missing, EISDIR if it is a directory.
+func (m *rndModel) fileWant(p string) syscall.Errno {
+	if e := m.resolveDir(rndParent(p)); e != 0 {
+		return e
+	}
+	switch m.kind(p) {
+	case rndNone:
+		return syscall.ENOENT
+	case rndDir:
+		return syscall.EISDIR
+	}
+	return 0
+}
+
 // closeFD closes fd, expecting want (a reader, or a handle that can't
 // have anything to journal).
 func (r *rnd) closeFD(desc string, fd int, want syscall.Errno) {
@@ -254,15 +270,7 @@ func (r *rnd) opWrite(i int) {
 	default: // inside or just past the end
 		off = r.rng.IntN(cur + 64)
 	}
-	want := r.m.resolveDir(rndParent(p))
-	if want == 0 {
-		switch r.m.kind(p) {
-		case rndNone:
-			want = syscall.ENOENT
-		case rndDir:
-			want = syscall.EISDIR
-		}
-	}
+	want := r.m.fileWant(p)
 	writeWant := syscall.Errno(0)
 	if off+len(data) > rndMaxContent {
 		writeWant = syscall.EFBIG
@@ -289,15 +297,7 @@ func (r *rnd) opAppend(i int) {
 	if r.pct(5) {
 		data = bytes.Repeat([]byte("z"), max(1, rndMaxContent-len(r.m.files[p])+r.rng.IntN(3)-1))
 	}
-	want := r.m.resolveDir(rndParent(p))
-	if want == 0 {
-		switch r.m.kind(p) {
-		case rndNone:
-			want = syscall.ENOENT
-		case rndDir:
-			want = syscall.EISDIR
-		}
-	}
+	want := r.m.fileWant(p)
 	writeWant := syscall.Errno(0)
 	if len(r.m.files[p])+len(data) > rndMaxContent {
 		writeWant = syscall.EFBIG
@@ -334,15 +334,7 @@ func (r *rnd) opTruncate(i int) {
 		size = r.rng.IntN(cur + 100)
 	}
 	byPath := r.pct(50)
-	want := r.m.resolveDir(rndParent(p))
-	if want == 0 {
-		switch r.m.kind(p) {
-		case rndNone:
-			want = syscall.ENOENT
-		case rndDir:
-			want = syscall.EISDIR
-		}
-	}
+	want := r.m.fileWant(p)
 	sizeWant := syscall.Errno(0)
 	if size > rndMaxContent {
 		sizeWant = syscall.EFBIG
@@ -635,15 +627,7 @@ func (r *rnd) opUnlink(i int) {
 	if r.pct(10) && len(r.m.dirs) > 0 {
 		p = rndPick(r, r.m.sortedDirs()[1:])
 	}
-	want := r.m.resolveDir(rndParent(p))
-	if want == 0 {
-		switch r.m.kind(p) {
-		case rndNone:
-			want = syscall.ENOENT
-		case rndDir:
-			want = syscall.EISDIR
-		}
-	}
+	want := r.m.fileWant(p)
 	desc := "unlink " + p
 	r.record(i, "unlink", desc, want)
 	err := syscall.Unlink(r.abs(p))

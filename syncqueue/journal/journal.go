@@ -293,26 +293,19 @@ func (j *Journal) Base(fileID string) (Base, bool) {
 // flusher: each is marked handed out (its upload may be in flight, which
 // a delete of a never-uploaded file must then not forget; see Delete).
 // Entry Content is shared with the journal and must not be modified.
-func (j *Journal) Pending() []Entry {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	ents := j.st.sortedPending()
-	out := make([]Entry, len(ents))
-	for i, e := range ents {
-		e.handedOut = true
-		out[i] = e.Entry
-	}
-	return out
-}
+func (j *Journal) Pending() []Entry { return j.snapshot(true) }
 
 // Snapshot returns the pending entries in LSN order without handing them
 // out (for status). Content is shared and must not be modified.
-func (j *Journal) Snapshot() []Entry {
+func (j *Journal) Snapshot() []Entry { return j.snapshot(false) }
+
+func (j *Journal) snapshot(handOut bool) []Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	ents := j.st.sortedPending()
 	out := make([]Entry, len(ents))
 	for i, e := range ents {
+		e.handedOut = e.handedOut || handOut
 		out[i] = e.Entry
 	}
 	return out
