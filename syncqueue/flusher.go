@@ -41,7 +41,7 @@ type flusher struct {
 	// moving holds the memories with a pending change (a move, an edit or
 	// a delete of their local file) as the pass began; set before its
 	// uploads start and only read by them.
-	moving map[string]bool
+	moving    map[string]bool
 	last      PassInfo  // the last pass that ended
 	lastClean time.Time // when the last pass that left nothing failed began
 }

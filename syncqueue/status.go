@@ -49,12 +49,12 @@ type PendingChange struct {
 	Path string `json:"path"`
 	// Op is create, update, move, delete, or unjournaled (closed while the
 	// journal had no room: only in memory until it has).
-	Op     string    `json:"op"`
-	Reason string    `json:"reason"`
+	Op     string `json:"op"`
+	Reason string `json:"reason"`
 	// MemoryID is the memory the change is about ("" for a create).
-	MemoryID string `json:"memory_id,omitempty"`
-	Error  string    `json:"error,omitempty"`
-	Since  time.Time `json:"since,omitempty"`
+	MemoryID string    `json:"memory_id,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Since    time.Time `json:"since,omitempty"`
 }
 
 // DamageStatus describes a damaged journal that was salvaged.

@@ -125,8 +125,8 @@ func printStatus(out io.Writer, rep statusReport) {
 				pendingSummary(s), lastSync(s), lastError(s))
 			for _, c := range s.Pending {
 				why := c.Reason
-				if c.Error != "" && c.Reason != syncqueue.ReasonNotUTF8 {
-					why += ": " + c.Error
+				if c.Error != "" && reasonsWithDetail[c.Reason] {
+					why += ": " + clip(c.Error)
 				}
 				pending = append(pending, []string{m.StoreID, c.Path, c.Op, why})
 			}
@@ -208,7 +208,22 @@ func lastError(s syncqueue.Status) string {
 	if s.LastError == "" {
 		return "-"
 	}
-	return fmt.Sprintf("%s ago: %s", time.Since(*s.LastErrorAt).Round(time.Second), s.LastError)
+	return fmt.Sprintf("%s ago: %s", time.Since(*s.LastErrorAt).Round(time.Second), clip(s.LastError))
+}
+
+// reasonsWithDetail are the reasons whose error says something the reason
+// alone does not (the store's message, the path that is taken); the table
+// leaves the others' errors out (--json has them all).
+var reasonsWithDetail = map[string]bool{syncqueue.ReasonPath: true, syncqueue.ReasonRefused: true,
+	syncqueue.ReasonCredential: true, syncqueue.ReasonCap: false}
+
+// clip shortens an error for a table cell.
+func clip(s string) string {
+	const maxLen = 140
+	if len(s) <= maxLen {
+		return s
+	}
+	return s[:maxLen] + "…"
 }
 
 func orDash(s string) string {

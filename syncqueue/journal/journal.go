@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -56,8 +57,9 @@ type Journal struct {
 	unwritten uint64
 	// noSpace: the last change was refused, or a record not written,
 	// for want of space; cleared by the next change written.
-	noSpace bool
-	damage  *Damage // what Open salvaged, nil for a clean journal
+	noSpace       bool
+	noSpaceLogged time.Time // when the last "state dir is full" error was logged
+	damage        *Damage   // what Open salvaged, nil for a clean journal
 
 	compactFailing bool // only the owner goroutine (and Open) use it
 

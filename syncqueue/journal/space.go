@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,11 +87,19 @@ func (j *Journal) noSpaceLocked(err error) {
 	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
 		return
 	}
-	if !j.noSpace {
+	// One error line per episode, and at most one a minute: while the
+	// disk stays nearly full, refusals and successes alternate.
+	if !j.noSpace && time.Since(j.noSpaceLogged) > noSpaceLogEvery {
+		j.noSpaceLogged = time.Now()
 		j.log.WithError(err).Error("the state dir is full: changes closed on the mount can't be journaled (close fails with ENOSPC, the file keeps its new content and is journaled once there is room); free space in the state dir")
+	} else {
+		j.log.WithError(err).Debug("the state dir is still full")
 	}
 	j.noSpace = true
 }
+
+// noSpaceLogEvery spaces the "state dir is full" errors.
+const noSpaceLogEvery = time.Minute
 
 // compactNow runs a compaction at once (Append, when the file's history
 // takes the room a change needs), serialised with the owner goroutine's.
