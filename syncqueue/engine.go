@@ -72,9 +72,9 @@ type EngineOptions struct {
 	UID, GID uint32
 	// Log receives the engine's log lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
-	// Now is the clock (default time.Now): the delete delay, the stall
-	// watchdog and status read it, so tests can move time instead of
-	// sleeping.
+	// Now is the clock (default time.Now): the delete delay, the tree's
+	// times and status read it, so tests can move time instead of
+	// sleeping. (The stall watchdog measures real requests in real time.)
 	Now func() time.Time
 }
 
@@ -166,7 +166,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	calls := newInflight()
-	opts.Store = watchedStore{Store: opts.Store, calls: calls, pollWait: opts.PollWait}
+	opts.Store = watchedStore{Store: opts.Store, calls: calls}
 	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
 	e.outage = outage{log: opts.Log, now: opts.Now}
 	return e, nil

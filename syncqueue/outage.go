@@ -134,8 +134,7 @@ func (e *Engine) watch(ctx context.Context) {
 // watchedStore registers every request with the watchdog.
 type watchedStore struct {
 	Store
-	calls    *inflight
-	pollWait time.Duration
+	calls *inflight
 }
 
 func (s watchedStore) GetStore(ctx context.Context, storeID string) (*store.Store, error) {
