@@ -1,8 +1,6 @@
 package test
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -70,7 +68,7 @@ func TestServePostgresOutage(t *testing.T) {
 		calls = append(calls, call{"create " + p, "POST", "/v1/memory_stores/" + storeID + "/memories", srv.AdminKey, map[string]any{"path": p, "content": "refused"}})
 	}
 	for _, c := range calls {
-		r := rawCall(t, srv.URL, c.method, c.path, c.key, c.body)
+		r := rawCall(t, srv.URL, c.method, c.path, c.key, nil, c.body)
 		wantOverloaded(t, "database away: "+c.what, r, proxy.addr)
 	}
 
@@ -78,7 +76,7 @@ func TestServePostgresOutage(t *testing.T) {
 	// The pool reconnects on its own: poll, bounded, until it has.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r := rawCall(t, srv.URL, "GET", "/v1/memory_stores/"+storeID, srv.AdminKey, nil)
+		r := rawCall(t, srv.URL, "GET", "/v1/memory_stores/"+storeID, srv.AdminKey, nil, nil)
 		if r.status == http.StatusOK {
 			break
 		}
@@ -113,49 +111,6 @@ func TestServePostgresOutage(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d versions of refused creates are in the database", n)
 	}
-}
-
-// rawAnswer is one HTTP answer, read whole.
-type rawAnswer struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r rawAnswer) String() string { return fmt.Sprintf("%d %s", r.status, bytes.TrimSpace(r.body)) }
-
-// rawCall sends one request with key and returns the answer, whatever its
-// status. The client timeout only bounds a hung server.
-func rawCall(t *testing.T, base, method, path, key string, body any) rawAnswer {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("x-api-key", key)
-	if rd != nil {
-		req.Header.Set("content-type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return rawAnswer{status: res.StatusCode, header: res.Header, body: b}
 }
 
 // wantOverloaded checks a 503 overloaded_error envelope with retry-after

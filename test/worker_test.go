@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,60 +205,25 @@ func (e *wkEnv) waitStore(storeID string, want map[string]string, timeout time.D
 	}
 }
 
-// call sends one raw API request with key and returns the status and body.
-func (e *wkEnv) call(method, path, key string, q url.Values, body any) (int, []byte) {
+// call sends one raw API request with key to the env's serve process (q
+// the query, body JSON; either may be nil) and returns the answer.
+func (e *wkEnv) call(method, path, key string, q url.Values, body any) rawAnswer {
 	e.t.Helper()
-	return wkCall(e.t, e.serve.URL, method, path, key, q, body)
-}
-
-func wkCall(t *testing.T, base, method, path, key string, q url.Values, body any) (int, []byte) {
-	t.Helper()
-	u := base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("x-api-key", key)
-	if body != nil {
-		req.Header.Set("content-type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return rawCall(e.t, e.serve.URL, method, path, key, q, body)
 }
 
 // workOf returns the (latest) work item of a session, read with the admin
 // key.
 func (e *wkEnv) workOf(sessionID string) store.Work {
 	e.t.Helper()
-	status, b := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work", e.serve.AdminKey, url.Values{"limit": {"100"}}, nil)
-	if status != http.StatusOK {
-		e.t.Fatalf("list work: %d %s", status, b)
+	r := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work", e.serve.AdminKey, url.Values{"limit": {"100"}}, nil)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("list work: %s", r)
 	}
 	var page struct {
 		Data []store.Work `json:"data"`
 	}
-	if err := json.Unmarshal(b, &page); err != nil {
+	if err := json.Unmarshal(r.body, &page); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, w := range page.Data { // newest first
@@ -267,19 +231,19 @@ func (e *wkEnv) workOf(sessionID string) store.Work {
 			return w
 		}
 	}
-	e.t.Fatalf("no work item for %s in %s", sessionID, b)
+	e.t.Fatalf("no work item for %s in %s", sessionID, r.body)
 	return store.Work{}
 }
 
 // work reads a work item by id with the admin key.
 func (e *wkEnv) work(workID string) store.Work {
 	e.t.Helper()
-	status, b := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work/"+workID, e.serve.AdminKey, nil, nil)
-	if status != http.StatusOK {
-		e.t.Fatalf("get work %s: %d %s", workID, status, b)
+	r := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work/"+workID, e.serve.AdminKey, nil, nil)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("get work %s: %s", workID, r)
 	}
 	var w store.Work
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := json.Unmarshal(r.body, &w); err != nil {
 		e.t.Fatal(err)
 	}
 	return w
@@ -313,12 +277,12 @@ func (e *wkEnv) takeLease(workID string) {
 	expected := "wk-not-the-current-heartbeat"
 	deadline := time.Now().Add(wkQuickTimeout)
 	for time.Now().Before(deadline) {
-		status, b := e.call(http.MethodPost, path, e.envKey, url.Values{"expected_last_heartbeat": {expected}, "desired_ttl_seconds": {"600"}}, nil)
-		switch status {
+		r := e.call(http.MethodPost, path, e.envKey, url.Values{"expected_last_heartbeat": {expected}, "desired_ttl_seconds": {"600"}}, nil)
+		switch r.status {
 		case http.StatusOK:
 			var hb store.Heartbeat
-			if err := json.Unmarshal(b, &hb); err != nil || !hb.LeaseExtended || hb.TTLSeconds != 600 {
-				e.t.Fatalf("taking the lease: %s (%v)", b, err)
+			if err := json.Unmarshal(r.body, &hb); err != nil || !hb.LeaseExtended || hb.TTLSeconds != 600 {
+				e.t.Fatalf("taking the lease: %s (%v)", r.body, err)
 			}
 			return
 		case http.StatusPreconditionFailed:
@@ -332,15 +296,15 @@ func (e *wkEnv) takeLease(workID string) {
 					} `json:"details"`
 				} `json:"error"`
 			}
-			if err := json.Unmarshal(b, &env); err != nil || env.Error.Details.ErrorCode != "heartbeat_precondition_failed" {
-				e.t.Fatalf("412 without the heartbeat details: %s (%v)", b, err)
+			if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Details.ErrorCode != "heartbeat_precondition_failed" {
+				e.t.Fatalf("412 without the heartbeat details: %s (%v)", r.body, err)
 			}
 			expected = store.NoHeartbeat
 			if lh := env.Error.Details.CurrentState.LastHeartbeat; lh != nil {
 				expected = *lh
 			}
 		default:
-			e.t.Fatalf("heartbeat %s: %d %s", workID, status, b)
+			e.t.Fatalf("heartbeat %s: %s", workID, r)
 		}
 	}
 	e.t.Fatalf("could not take the lease of %s within %s", workID, wkQuickTimeout)
