@@ -657,11 +657,6 @@ func wkRun(t *testing.T, stdin io.Reader, args ...string) (code int, stdout, std
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
-var (
-	wkUpStoreRe = regexp.MustCompile(`memory store\s+(memstore_\S+), mounted at (\S+)`)
-	wkUpURLRe   = regexp.MustCompile(`store service\s+(http://\S+)`)
-)
-
 // TestUp: memfs up serves, creates a demo store and a session, and its
 // worker mounts it; a person lists, reads and edits it from a shell; the
 // edits reach the store (on the interval, and at Ctrl-C), and Ctrl-C
@@ -669,73 +664,35 @@ var (
 func TestUp(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
-	base := t.TempDir()
-	data, root := filepath.Join(base, "data"), filepath.Join(base, "mnt")
-	p := harness.StartProc(t, harness.ProcOptions{}, "up", "--data-dir", data, "--memory-root", root, "--listen", "127.0.0.1:0", "--memory-sync-interval", "5s")
-	t.Cleanup(func() {
-		if p.Running() {
-			p.Kill()
-		}
-		harness.DetachUnder(root)
-	})
-	p.WaitOutput(1, 60*time.Second, "memfs is up.")
-	m := wkUpStoreRe.FindStringSubmatch(p.WaitOutput(1, wkQuickTimeout, "memory store", "mounted at"))
-	if m == nil {
-		t.Fatalf("no store and mount path in the banner:\n%s", p.Output())
+	up := startUp(t, "--memory-sync-interval", "5s")
+	if filepath.Dir(up.dir) != up.root || !harness.IsMounted(up.dir) {
+		t.Fatalf("the banner says %s is mounted (under %s?):\n%s", up.dir, up.root, up.proc.Output())
 	}
-	storeID, dir := m[1], m[2]
-	u := wkUpURLRe.FindStringSubmatch(p.Output())
-	if u == nil {
-		t.Fatalf("no store service URL in the banner:\n%s", p.Output())
-	}
-	if filepath.Dir(dir) != root || !harness.IsMounted(dir) {
-		t.Fatalf("the banner says %s is mounted (under %s?):\n%s", dir, root, p.Output())
-	}
-	if ls := mtMustSh(t, dir, "ls"); ls != "README.md\npreferences\nprojects\n" {
+	if ls := mtMustSh(t, up.dir, "ls"); ls != "README.md\npreferences\nprojects\n" {
 		t.Errorf("ls = %q", ls)
 	}
-	if out := mtMustSh(t, dir, "cat README.md"); !strings.Contains(out, "Demo memory store") {
+	if out := mtMustSh(t, up.dir, "cat README.md"); !strings.Contains(out, "Demo memory store") {
 		t.Errorf("cat README.md = %q", out)
 	}
-	keyb, err := os.ReadFile(filepath.Join(data, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(string(keyb))
-	admin, err := client.New(client.Options{BaseURL: u[1], APIKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
 	style := "- Prefers concise answers.\n- Uses tabs, not spaces.\n"
-	mtMustSh(t, dir, `echo "- Likes examples." >> preferences/style.md`)
+	mtMustSh(t, up.dir, `echo "- Likes examples." >> preferences/style.md`)
 	style += "- Likes examples.\n"
-	deadline := time.Now().Add(wkSyncTimeout)
-	for wkContents(t, admin, storeID)["/preferences/style.md"] != style {
-		if time.Now().After(deadline) {
-			t.Fatalf("the edit did not reach the store within %s", wkSyncTimeout)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval
-	}
+	up.waitContent(t, "/preferences/style.md", style) // on the 5 s interval
 	// This one only the final sync at Ctrl-C can upload.
-	mtMustSh(t, dir, `echo "Next: ship it." >> projects/acme/notes.md`)
-	p.Signal(syscall.SIGINT)
-	if code := p.Wait(wkExitTimeout); code != 0 {
-		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, p.Output())
+	mtMustSh(t, up.dir, `echo "Next: ship it." >> projects/acme/notes.md`)
+	up.proc.Signal(syscall.SIGINT)
+	if code := up.proc.Wait(wkExitTimeout); code != 0 {
+		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, up.proc.Output())
 	}
-	if !strings.Contains(p.Output(), "nothing is left mounted") {
-		t.Errorf("memfs up did not say it left nothing mounted:\n%s", p.Output())
+	if !strings.Contains(up.proc.Output(), "nothing is left mounted") {
+		t.Errorf("memfs up did not say it left nothing mounted:\n%s", up.proc.Output())
 	}
-	if m := harness.MountsUnder(root); len(m) > 0 {
+	if m := harness.MountsUnder(up.root); len(m) > 0 {
 		t.Errorf("still mounted after memfs up exited: %v", m)
 	}
-	wkCheckGone(t, dir)
+	wkCheckGone(t, up.dir)
 
-	s := harness.StartServe(t, harness.ServeOptions{DataDir: data, AdminKey: key})
-	after, err := client.New(client.Options{BaseURL: s.URL, APIKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := wkContents(t, after, storeID)
+	got := up.storeAfterExit(t)
 	for path, want := range map[string]string{
 		"/preferences/style.md":   style,
 		"/projects/acme/notes.md": "Acme: weekly sync on Tuesdays. Owner: Dana.\nNext: ship it.\n",
