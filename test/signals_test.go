@@ -40,46 +40,22 @@ func TestMountSecondSignal(t *testing.T) {
 		// busy keeps a process in the mount: the unmount then retries
 		// until UnmountTimeout unless cut short.
 		busy bool
-		// stop sends the signals; t0 is when it sent the first.
-		stop func(t *testing.T, m *harness.Mount) (t0 time.Time)
+		// then sends what follows the first SIGINT. When there is a stop
+		// to cut short (stall or busy), it runs once the stop has begun
+		// (the mount refuses changes), so that it lands while the stop
+		// waits; otherwise at once.
+		then func(m *harness.Mount)
 	}{
 		// What timeout -s INT does: the process, then its group, at once.
 		// The stop may finish before the second lands (exit 0).
-		{"the process then its group at once", false, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			m.SignalGroup(syscall.SIGINT)
-			return t0
-		}},
-		{"Ctrl-C twice during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
-			m.Signal(syscall.SIGINT)
-			return t0
-		}},
-		{"the process then its group during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
-			m.SignalGroup(syscall.SIGINT)
-			return t0
-		}},
-		{"three signals during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
+		{"the process then its group at once", false, false, func(m *harness.Mount) { m.SignalGroup(syscall.SIGINT) }},
+		{"Ctrl-C twice during the final sync", true, false, func(m *harness.Mount) { m.Signal(syscall.SIGINT) }},
+		{"the process then its group during the final sync", true, false, func(m *harness.Mount) { m.SignalGroup(syscall.SIGINT) }},
+		{"three signals during the final sync", true, false, func(m *harness.Mount) {
 			m.Signal(syscall.SIGTERM)
 			m.Signal(syscall.SIGINT)
-			return t0
 		}},
-		{"Ctrl-C twice on a busy mount", false, true, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
-			m.Signal(syscall.SIGINT)
-			return t0
-		}},
+		{"Ctrl-C twice on a busy mount", false, true, func(m *harness.Mount) { m.Signal(syscall.SIGINT) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,7 +73,12 @@ func TestMountSecondSignal(t *testing.T) {
 				sgHoldBusy(t, m.Dir)
 			}
 
-			t0 := tc.stop(t, m)
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			if tc.stall || tc.busy {
+				sgWaitFrozen(t, m.Dir)
+			}
+			tc.then(m)
 			code := m.Wait(mtExitTimeout)
 			took := time.Since(t0)
 			switch {
