@@ -1,12 +1,9 @@
 package test
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -14,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,21 +19,21 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// TestServePostgresOutage runs memfs serve on PostgreSQL through a TCP
-// proxy, then cuts the proxy: every connection closed, new ones refused,
-// as when the database host goes away. Requests must answer 503
-// overloaded_error with retry-after (so clients back off and retry), never
-// 500 api_error or 401, and nothing a refused request tried to write may
-// appear once the database is back, when requests succeed again.
+// TestServePostgresOutage runs memfs serve on PostgreSQL through a
+// harness.FaultProxy, then cuts the proxy: every connection reset, and
+// every new one, as when the database host goes away. Requests must answer
+// 503 overloaded_error with retry-after (so clients back off and retry),
+// never 500 api_error or 401, and nothing a refused request tried to write
+// may appear once the database is back, when requests succeed again.
 func TestServePostgresOutage(t *testing.T) {
 	dsn := sqltest.Postgres(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startTCPProxy(t, u.Host)
+	proxy := harness.NewFaultProxy(t, u.Host)
 	proxied := *u
-	proxied.Host = proxy.addr
+	proxied.Host = proxy.Addr()
 	srv := harness.StartServe(t, harness.ServeOptions{DB: proxied.String()})
 	admin := newServeAPI(srv.URL, srv.AdminKey)
 
@@ -48,7 +44,7 @@ func TestServePostgresOutage(t *testing.T) {
 	var head store.ChangePage
 	admin.must(t, "GET", "/v1/memory_stores/"+storeID+"/changes", nil, &head)
 
-	proxy.cut()
+	proxy.Cut()
 
 	type call struct {
 		what, method, path, key string
@@ -70,15 +66,15 @@ func TestServePostgresOutage(t *testing.T) {
 		calls = append(calls, call{"create " + p, "POST", "/v1/memory_stores/" + storeID + "/memories", srv.AdminKey, map[string]any{"path": p, "content": "refused"}})
 	}
 	for _, c := range calls {
-		r := rawCall(t, srv.URL, c.method, c.path, c.key, c.body)
-		wantOverloaded(t, "database away: "+c.what, r, proxy.addr)
+		r := rawCall(t, srv.URL, c.method, c.path, c.key, nil, c.body)
+		wantOverloaded(t, "database away: "+c.what, r, proxy.Addr())
 	}
 
-	proxy.restore()
+	proxy.Pass()
 	// The pool reconnects on its own: poll, bounded, until it has.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r := rawCall(t, srv.URL, "GET", "/v1/memory_stores/"+storeID, srv.AdminKey, nil)
+		r := rawCall(t, srv.URL, "GET", "/v1/memory_stores/"+storeID, srv.AdminKey, nil, nil)
 		if r.status == http.StatusOK {
 			break
 		}
@@ -115,49 +111,6 @@ func TestServePostgresOutage(t *testing.T) {
 	}
 }
 
-// rawAnswer is one HTTP answer, read whole.
-type rawAnswer struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r rawAnswer) String() string { return fmt.Sprintf("%d %s", r.status, bytes.TrimSpace(r.body)) }
-
-// rawCall sends one request with key and returns the answer, whatever its
-// status. The client timeout only bounds a hung server.
-func rawCall(t *testing.T, base, method, path, key string, body any) rawAnswer {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("x-api-key", key)
-	if rd != nil {
-		req.Header.Set("content-type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return rawAnswer{status: res.StatusCode, header: res.Header, body: b}
-}
-
 // wantOverloaded checks a 503 overloaded_error envelope with retry-after
 // (seconds) and retry-after-ms, whose message gives away nothing of the
 // database (its address, the driver's text).
@@ -188,122 +141,4 @@ func wantOverloaded(t *testing.T, what string, r rawAnswer, dbAddr string) {
 	if strings.Contains(string(r.body), port) || strings.Contains(string(r.body), "failed to connect") {
 		t.Errorf("%s: the answer shows the driver's error: %s", what, r.body)
 	}
-}
-
-// tcpProxy forwards TCP connections from a loopback port to a target, and
-// can be cut (every connection closed, the port closed so new connections
-// are refused) and restored on the same port.
-type tcpProxy struct {
-	t      *testing.T
-	target string
-	addr   string // the proxy's address, kept across cut and restore
-
-	mu    sync.Mutex
-	ln    net.Listener          // GUARDED_BY(mu); nil while cut
-	conns map[net.Conn]struct{} // GUARDED_BY(mu)
-	wg    sync.WaitGroup        // accept loops and pipes
-}
-
-// startTCPProxy listens on a free loopback port; it is cut and its
-// goroutines waited for when the test ends.
-func startTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{t: t, target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
-	p.serve(ln)
-	t.Cleanup(func() {
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return // closed by cut
-			}
-			p.wg.Go(func() { p.pipe(c) })
-		}
-	})
-}
-
-// pipe forwards one client connection to the target until either side
-// closes or the proxy is cut.
-func (p *tcpProxy) pipe(client net.Conn) {
-	server, err := net.DialTimeout("tcp", p.target, 10*time.Second)
-	if err != nil {
-		client.Close()
-		return
-	}
-	if !p.track(client, server) {
-		client.Close()
-		server.Close()
-		return
-	}
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			client.Close()
-			server.Close()
-			p.untrack(client, server)
-		})
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { io.Copy(server, client); closeBoth() }) //nolint:errcheck
-	wg.Go(func() { io.Copy(client, server); closeBoth() }) //nolint:errcheck
-	wg.Wait()
-}
-
-// track records a connection pair, unless the proxy was cut meanwhile.
-func (p *tcpProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln == nil {
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *tcpProxy) untrack(cs ...net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range cs {
-		delete(p.conns, c)
-	}
-}
-
-// cut closes the port and every forwarded connection.
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// restore listens on the proxy's port again (free: nothing else listens
-// on loopback ports it did not ask for, and Go sets SO_REUSEADDR).
-func (p *tcpProxy) restore() {
-	p.t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatalf("restore the proxy on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
 }

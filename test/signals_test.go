@@ -7,12 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/test/harness"
 	"github.com/memfs/memfs/worker"
@@ -42,46 +40,22 @@ func TestMountSecondSignal(t *testing.T) {
 		// busy keeps a process in the mount: the unmount then retries
 		// until UnmountTimeout unless cut short.
 		busy bool
-		// stop sends the signals; t0 is when it sent the first.
-		stop func(t *testing.T, m *harness.Mount) (t0 time.Time)
+		// then sends what follows the first SIGINT. When there is a stop
+		// to cut short (stall or busy), it runs once the stop has begun
+		// (the mount refuses changes), so that it lands while the stop
+		// waits; otherwise at once.
+		then func(m *harness.Mount)
 	}{
 		// What timeout -s INT does: the process, then its group, at once.
 		// The stop may finish before the second lands (exit 0).
-		{"the process then its group at once", false, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			m.SignalGroup(syscall.SIGINT)
-			return t0
-		}},
-		{"Ctrl-C twice during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
-			m.Signal(syscall.SIGINT)
-			return t0
-		}},
-		{"the process then its group during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
-			m.SignalGroup(syscall.SIGINT)
-			return t0
-		}},
-		{"three signals during the final sync", true, false, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
+		{"the process then its group at once", false, false, func(m *harness.Mount) { m.SignalGroup(syscall.SIGINT) }},
+		{"Ctrl-C twice during the final sync", true, false, func(m *harness.Mount) { m.Signal(syscall.SIGINT) }},
+		{"the process then its group during the final sync", true, false, func(m *harness.Mount) { m.SignalGroup(syscall.SIGINT) }},
+		{"three signals during the final sync", true, false, func(m *harness.Mount) {
 			m.Signal(syscall.SIGTERM)
 			m.Signal(syscall.SIGINT)
-			return t0
 		}},
-		{"Ctrl-C twice on a busy mount", false, true, func(t *testing.T, m *harness.Mount) time.Time {
-			t0 := time.Now()
-			m.Signal(syscall.SIGINT)
-			sgWaitFrozen(t, m.Dir)
-			m.Signal(syscall.SIGINT)
-			return t0
-		}},
+		{"Ctrl-C twice on a busy mount", false, true, func(m *harness.Mount) { m.Signal(syscall.SIGINT) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +73,12 @@ func TestMountSecondSignal(t *testing.T) {
 				sgHoldBusy(t, m.Dir)
 			}
 
-			t0 := tc.stop(t, m)
+			t0 := time.Now()
+			m.Signal(syscall.SIGINT)
+			if tc.stall || tc.busy {
+				sgWaitFrozen(t, m.Dir)
+			}
+			tc.then(m)
 			code := m.Wait(mtExitTimeout)
 			took := time.Since(t0)
 			switch {
@@ -137,54 +116,26 @@ func TestMountSecondSignal(t *testing.T) {
 func TestUpSecondSignal(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
-	base := t.TempDir()
-	data, root := filepath.Join(base, "data"), filepath.Join(base, "mnt")
-	p := harness.StartProc(t, harness.ProcOptions{}, "up", "--data-dir", data, "--memory-root", root, "--listen", "127.0.0.1:0")
-	t.Cleanup(func() {
-		if p.Running() {
-			p.Kill()
-		}
-		harness.DetachUnder(root)
-	})
-	p.WaitOutput(1, 60*time.Second, "memfs is up.")
-	m := wkUpStoreRe.FindStringSubmatch(p.WaitOutput(1, wkQuickTimeout, "memory store", "mounted at"))
-	if m == nil {
-		t.Fatalf("no store and mount path in the banner:\n%s", p.Output())
-	}
-	storeID, dir := m[1], m[2]
-	u := wkUpURLRe.FindStringSubmatch(p.Output())
-	if u == nil {
-		t.Fatalf("no store service URL in the banner:\n%s", p.Output())
-	}
-	keyb, err := os.ReadFile(filepath.Join(data, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(string(keyb))
-	mtMustSh(t, dir, `echo "- Likes examples." >> preferences/style.md`)
+	up := startUp(t)
+	mtMustSh(t, up.dir, `echo "- Likes examples." >> preferences/style.md`)
 	want := "- Prefers concise answers.\n- Uses tabs, not spaces.\n- Likes examples.\n"
-	sgHoldBusy(t, dir)
+	sgHoldBusy(t, up.dir)
 
 	t0 := time.Now()
-	p.Signal(syscall.SIGINT)
-	sgWaitFrozen(t, dir)
-	sgWaitContent(t, u[1], key, storeID, "/preferences/style.md", want) // the final sync is done: up waits for the unmount
-	p.Signal(syscall.SIGINT)
-	if code := p.Wait(wkExitTimeout); code != sgExitCutShort {
-		t.Errorf("memfs up exited %d after two Ctrl-Cs, want %d:\n%s", code, sgExitCutShort, p.Output())
+	up.proc.Signal(syscall.SIGINT)
+	sgWaitFrozen(t, up.dir)
+	up.waitContent(t, "/preferences/style.md", want) // the final sync is done: up waits for the unmount
+	up.proc.Signal(syscall.SIGINT)
+	if code := up.proc.Wait(wkExitTimeout); code != sgExitCutShort {
+		t.Errorf("memfs up exited %d after two Ctrl-Cs, want %d:\n%s", code, sgExitCutShort, up.proc.Output())
 	}
 	sgCheckPrompt(t, time.Since(t0), false, true)
-	if m := harness.MountsUnder(root); len(m) > 0 {
+	if m := harness.MountsUnder(up.root); len(m) > 0 {
 		t.Errorf("still mounted after memfs up exited: %v", m)
 	}
-	sgCheckDetached(t, dir)
+	sgCheckDetached(t, up.dir)
 
-	s := harness.StartServe(t, harness.ServeOptions{DataDir: data, AdminKey: key})
-	cl, err := client.New(client.Options{BaseURL: s.URL, APIKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := wkContents(t, cl, storeID)["/preferences/style.md"]; got != want {
+	if got := up.storeAfterExit(t)["/preferences/style.md"]; got != want {
 		t.Errorf("/preferences/style.md in the store after memfs up exited: %q, want %q", got, want)
 	}
 }
@@ -199,23 +150,6 @@ func sgCheckPrompt(t *testing.T, took time.Duration, stall, busy bool) {
 	}
 	if busy && took >= worker.UnmountTimeout {
 		t.Errorf("exited %s after the first signal: the second did not cut the unmount retries (bounded at %s) short", took, worker.UnmountTimeout)
-	}
-}
-
-// sgWaitContent polls the store service at url until the memory at path
-// holds want.
-func sgWaitContent(t *testing.T, url, key, storeID, path, want string) {
-	t.Helper()
-	cl, err := client.New(client.Options{BaseURL: url, APIKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(wkSyncTimeout)
-	for wkContents(t, cl, storeID)[path] != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not reach the store within %s", path, wkSyncTimeout)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an outcome
 	}
 }
 

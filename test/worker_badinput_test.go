@@ -66,12 +66,12 @@ func TestWorkerBadSessionsRefused(t *testing.T) {
 			}
 		})
 	}
-	status, b := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work", e.serve.AdminKey, nil, nil)
+	r := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work", e.serve.AdminKey, nil, nil)
 	var page struct {
 		Data []store.Work `json:"data"`
 	}
-	if status != http.StatusOK || json.Unmarshal(b, &page) != nil || len(page.Data) != 0 {
-		t.Errorf("refused sessions queued work: %d %s", status, b)
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &page) != nil || len(page.Data) != 0 {
+		t.Errorf("refused sessions queued work: %s", r)
 	}
 }
 
@@ -83,15 +83,15 @@ func (e *wkEnv) poll() (raw map[string]any, item store.Work, token string) {
 	path := "/v1/environments/" + e.envID + "/work/poll"
 	deadline := time.Now().Add(wkQuickTimeout)
 	for {
-		status, b := e.call(http.MethodGet, path, e.envKey, url.Values{"block_ms": {"999"}}, nil)
-		if status != http.StatusOK {
-			e.t.Fatalf("poll: %d %s", status, b)
+		r := e.call(http.MethodGet, path, e.envKey, url.Values{"block_ms": {"999"}}, nil)
+		if r.status != http.StatusOK {
+			e.t.Fatalf("poll: %s", r)
 		}
-		if string(b) != "null" {
-			if err := json.Unmarshal(b, &raw); err != nil {
+		if string(r.body) != "null" {
+			if err := json.Unmarshal(r.body, &raw); err != nil {
 				e.t.Fatal(err)
 			}
-			if err := json.Unmarshal(b, &item); err != nil {
+			if err := json.Unmarshal(r.body, &item); err != nil {
 				e.t.Fatal(err)
 			}
 			break
@@ -100,8 +100,8 @@ func (e *wkEnv) poll() (raw map[string]any, item store.Work, token string) {
 			e.t.Fatalf("nothing to poll within %s", wkQuickTimeout)
 		}
 	}
-	if status, b := e.call(http.MethodPost, "/v1/environments/"+e.envID+"/work/"+item.ID+"/ack", e.envKey, nil, nil); status != http.StatusOK {
-		e.t.Fatalf("ack: %d %s", status, b)
+	if r := e.call(http.MethodPost, "/v1/environments/"+e.envID+"/work/"+item.ID+"/ack", e.envKey, nil, nil); r.status != http.StatusOK {
+		e.t.Fatalf("ack: %s", r)
 	}
 	if item.Secret == nil {
 		e.t.Fatalf("the poll answered an item without a secret: %v", raw)

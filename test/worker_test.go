@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,60 +205,25 @@ func (e *wkEnv) waitStore(storeID string, want map[string]string, timeout time.D
 	}
 }
 
-// call sends one raw API request with key and returns the status and body.
-func (e *wkEnv) call(method, path, key string, q url.Values, body any) (int, []byte) {
+// call sends one raw API request with key to the env's serve process (q
+// the query, body JSON; either may be nil) and returns the answer.
+func (e *wkEnv) call(method, path, key string, q url.Values, body any) rawAnswer {
 	e.t.Helper()
-	return wkCall(e.t, e.serve.URL, method, path, key, q, body)
-}
-
-func wkCall(t *testing.T, base, method, path, key string, q url.Values, body any) (int, []byte) {
-	t.Helper()
-	u := base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("x-api-key", key)
-	if body != nil {
-		req.Header.Set("content-type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return rawCall(e.t, e.serve.URL, method, path, key, q, body)
 }
 
 // workOf returns the (latest) work item of a session, read with the admin
 // key.
 func (e *wkEnv) workOf(sessionID string) store.Work {
 	e.t.Helper()
-	status, b := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work", e.serve.AdminKey, url.Values{"limit": {"100"}}, nil)
-	if status != http.StatusOK {
-		e.t.Fatalf("list work: %d %s", status, b)
+	r := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work", e.serve.AdminKey, url.Values{"limit": {"100"}}, nil)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("list work: %s", r)
 	}
 	var page struct {
 		Data []store.Work `json:"data"`
 	}
-	if err := json.Unmarshal(b, &page); err != nil {
+	if err := json.Unmarshal(r.body, &page); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, w := range page.Data { // newest first
@@ -267,19 +231,19 @@ func (e *wkEnv) workOf(sessionID string) store.Work {
 			return w
 		}
 	}
-	e.t.Fatalf("no work item for %s in %s", sessionID, b)
+	e.t.Fatalf("no work item for %s in %s", sessionID, r.body)
 	return store.Work{}
 }
 
 // work reads a work item by id with the admin key.
 func (e *wkEnv) work(workID string) store.Work {
 	e.t.Helper()
-	status, b := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work/"+workID, e.serve.AdminKey, nil, nil)
-	if status != http.StatusOK {
-		e.t.Fatalf("get work %s: %d %s", workID, status, b)
+	r := e.call(http.MethodGet, "/v1/environments/"+e.envID+"/work/"+workID, e.serve.AdminKey, nil, nil)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("get work %s: %s", workID, r)
 	}
 	var w store.Work
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := json.Unmarshal(r.body, &w); err != nil {
 		e.t.Fatal(err)
 	}
 	return w
@@ -313,12 +277,12 @@ func (e *wkEnv) takeLease(workID string) {
 	expected := "wk-not-the-current-heartbeat"
 	deadline := time.Now().Add(wkQuickTimeout)
 	for time.Now().Before(deadline) {
-		status, b := e.call(http.MethodPost, path, e.envKey, url.Values{"expected_last_heartbeat": {expected}, "desired_ttl_seconds": {"600"}}, nil)
-		switch status {
+		r := e.call(http.MethodPost, path, e.envKey, url.Values{"expected_last_heartbeat": {expected}, "desired_ttl_seconds": {"600"}}, nil)
+		switch r.status {
 		case http.StatusOK:
 			var hb store.Heartbeat
-			if err := json.Unmarshal(b, &hb); err != nil || !hb.LeaseExtended || hb.TTLSeconds != 600 {
-				e.t.Fatalf("taking the lease: %s (%v)", b, err)
+			if err := json.Unmarshal(r.body, &hb); err != nil || !hb.LeaseExtended || hb.TTLSeconds != 600 {
+				e.t.Fatalf("taking the lease: %s (%v)", r.body, err)
 			}
 			return
 		case http.StatusPreconditionFailed:
@@ -332,15 +296,15 @@ func (e *wkEnv) takeLease(workID string) {
 					} `json:"details"`
 				} `json:"error"`
 			}
-			if err := json.Unmarshal(b, &env); err != nil || env.Error.Details.ErrorCode != "heartbeat_precondition_failed" {
-				e.t.Fatalf("412 without the heartbeat details: %s (%v)", b, err)
+			if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Details.ErrorCode != "heartbeat_precondition_failed" {
+				e.t.Fatalf("412 without the heartbeat details: %s (%v)", r.body, err)
 			}
 			expected = store.NoHeartbeat
 			if lh := env.Error.Details.CurrentState.LastHeartbeat; lh != nil {
 				expected = *lh
 			}
 		default:
-			e.t.Fatalf("heartbeat %s: %d %s", workID, status, b)
+			e.t.Fatalf("heartbeat %s: %s", workID, r)
 		}
 	}
 	e.t.Fatalf("could not take the lease of %s within %s", workID, wkQuickTimeout)
@@ -693,11 +657,6 @@ func wkRun(t *testing.T, stdin io.Reader, args ...string) (code int, stdout, std
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
-var (
-	wkUpStoreRe = regexp.MustCompile(`memory store\s+(memstore_\S+), mounted at (\S+)`)
-	wkUpURLRe   = regexp.MustCompile(`store service\s+(http://\S+)`)
-)
-
 // TestUp: memfs up serves, creates a demo store and a session, and its
 // worker mounts it; a person lists, reads and edits it from a shell; the
 // edits reach the store (on the interval, and at Ctrl-C), and Ctrl-C
@@ -705,73 +664,35 @@ var (
 func TestUp(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
-	base := t.TempDir()
-	data, root := filepath.Join(base, "data"), filepath.Join(base, "mnt")
-	p := harness.StartProc(t, harness.ProcOptions{}, "up", "--data-dir", data, "--memory-root", root, "--listen", "127.0.0.1:0", "--memory-sync-interval", "5s")
-	t.Cleanup(func() {
-		if p.Running() {
-			p.Kill()
-		}
-		harness.DetachUnder(root)
-	})
-	p.WaitOutput(1, 60*time.Second, "memfs is up.")
-	m := wkUpStoreRe.FindStringSubmatch(p.WaitOutput(1, wkQuickTimeout, "memory store", "mounted at"))
-	if m == nil {
-		t.Fatalf("no store and mount path in the banner:\n%s", p.Output())
+	up := startUp(t, "--memory-sync-interval", "5s")
+	if filepath.Dir(up.dir) != up.root || !harness.IsMounted(up.dir) {
+		t.Fatalf("the banner says %s is mounted (under %s?):\n%s", up.dir, up.root, up.proc.Output())
 	}
-	storeID, dir := m[1], m[2]
-	u := wkUpURLRe.FindStringSubmatch(p.Output())
-	if u == nil {
-		t.Fatalf("no store service URL in the banner:\n%s", p.Output())
-	}
-	if filepath.Dir(dir) != root || !harness.IsMounted(dir) {
-		t.Fatalf("the banner says %s is mounted (under %s?):\n%s", dir, root, p.Output())
-	}
-	if ls := mtMustSh(t, dir, "ls"); ls != "README.md\npreferences\nprojects\n" {
+	if ls := mtMustSh(t, up.dir, "ls"); ls != "README.md\npreferences\nprojects\n" {
 		t.Errorf("ls = %q", ls)
 	}
-	if out := mtMustSh(t, dir, "cat README.md"); !strings.Contains(out, "Demo memory store") {
+	if out := mtMustSh(t, up.dir, "cat README.md"); !strings.Contains(out, "Demo memory store") {
 		t.Errorf("cat README.md = %q", out)
 	}
-	keyb, err := os.ReadFile(filepath.Join(data, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(string(keyb))
-	admin, err := client.New(client.Options{BaseURL: u[1], APIKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
 	style := "- Prefers concise answers.\n- Uses tabs, not spaces.\n"
-	mtMustSh(t, dir, `echo "- Likes examples." >> preferences/style.md`)
+	mtMustSh(t, up.dir, `echo "- Likes examples." >> preferences/style.md`)
 	style += "- Likes examples.\n"
-	deadline := time.Now().Add(wkSyncTimeout)
-	for wkContents(t, admin, storeID)["/preferences/style.md"] != style {
-		if time.Now().After(deadline) {
-			t.Fatalf("the edit did not reach the store within %s", wkSyncTimeout)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval
-	}
+	up.waitContent(t, "/preferences/style.md", style) // on the 5 s interval
 	// This one only the final sync at Ctrl-C can upload.
-	mtMustSh(t, dir, `echo "Next: ship it." >> projects/acme/notes.md`)
-	p.Signal(syscall.SIGINT)
-	if code := p.Wait(wkExitTimeout); code != 0 {
-		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, p.Output())
+	mtMustSh(t, up.dir, `echo "Next: ship it." >> projects/acme/notes.md`)
+	up.proc.Signal(syscall.SIGINT)
+	if code := up.proc.Wait(wkExitTimeout); code != 0 {
+		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, up.proc.Output())
 	}
-	if !strings.Contains(p.Output(), "nothing is left mounted") {
-		t.Errorf("memfs up did not say it left nothing mounted:\n%s", p.Output())
+	if !strings.Contains(up.proc.Output(), "nothing is left mounted") {
+		t.Errorf("memfs up did not say it left nothing mounted:\n%s", up.proc.Output())
 	}
-	if m := harness.MountsUnder(root); len(m) > 0 {
+	if m := harness.MountsUnder(up.root); len(m) > 0 {
 		t.Errorf("still mounted after memfs up exited: %v", m)
 	}
-	wkCheckGone(t, dir)
+	wkCheckGone(t, up.dir)
 
-	s := harness.StartServe(t, harness.ServeOptions{DataDir: data, AdminKey: key})
-	after, err := client.New(client.Options{BaseURL: s.URL, APIKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := wkContents(t, after, storeID)
+	got := up.storeAfterExit(t)
 	for path, want := range map[string]string{
 		"/preferences/style.md":   style,
 		"/projects/acme/notes.md": "Acme: weekly sync on Tuesdays. Owner: Dana.\nNext: ship it.\n",
