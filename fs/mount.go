@@ -23,8 +23,10 @@ const FSType = "memfs"
 
 // MountOptions configure a mount.
 type MountOptions struct {
-	// AllowOther lets other users use the mount (root mounts set it, with
-	// default_permissions so the kernel checks modes).
+	// AllowOther lets users other than the one who mounts enter the mount
+	// (FUSE's allow_other; a non-root user needs user_allow_other in
+	// /etc/fuse.conf). The kernel checks every access against the
+	// entries' owners and modes either way (default_permissions).
 	AllowOther bool
 	// Debug logs every FUSE request (very verbose).
 	Debug bool
@@ -109,9 +111,9 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 		Debug:       opts.Debug,
 		MaxWrite:    128 * 1024,
 	}
-	if os.Geteuid() == 0 {
-		mo.Options = append(mo.Options, "default_permissions")
-	}
+	// The kernel enforces modes and owners, for every user, as on a
+	// local filesystem (root's usual exceptions aside).
+	mo.Options = append(mo.Options, "default_permissions")
 	if t.opts.ReadOnly {
 		// MS_RDONLY on the mount itself (direct mount as root), and "ro"
 		// for fusermount3 and the superblock.
@@ -125,8 +127,8 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
 		RootStableAttr:  &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: RootIno},
-		UID:             t.opts.UID,
-		GID:             t.opts.GID,
+		// Modes are exactly what was set: 0 stays 0.
+		NullPermissions: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", abs, err)

@@ -7,6 +7,10 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
+// errTooDeep is why a name that is not long is refused with ENAMETOOLONG
+// (the closest errno): its path would be more than 20 levels deep.
+var errTooDeep = fmt.Errorf("a memory path has at most %d levels", store.MaxPathSegments)
+
 // MaxNameBytes is the longest name of one file or directory.
 const MaxNameBytes = 255
 
@@ -29,7 +33,7 @@ func checkName(parent, name string, dir bool) (string, error) {
 	}
 	depth := strings.Count(p, "/")
 	if depth > store.MaxPathSegments || (dir && depth >= store.MaxPathSegments) {
-		return "", fmt.Errorf("%w: deeper than %d levels", ErrNameTooLong, store.MaxPathSegments)
+		return "", fmt.Errorf("%w: %w", ErrNameTooLong, errTooDeep)
 	}
 	if name == "" || strings.Contains(name, "/") {
 		return "", ErrInvalidName

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -125,7 +126,7 @@ func (n *fnode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 var _ = (gofs.NodeCreater)((*fnode)(nil))
 
 func (n *fnode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	a, err := n.t.Create(n.ino(), name, mode)
+	a, err := n.t.Create(n.ino(), name, mode, caller(ctx))
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
@@ -138,7 +139,7 @@ func (n *fnode) Create(ctx context.Context, name string, flags uint32, mode uint
 var _ = (gofs.NodeMkdirer)((*fnode)(nil))
 
 func (n *fnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	a, err := n.t.Mkdir(n.ino(), name, mode)
+	a, err := n.t.Mkdir(n.ino(), name, mode, caller(ctx))
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -161,6 +162,14 @@ var _ = (gofs.NodeRenamer)((*fnode)(nil))
 
 func (n *fnode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return toErrno(n.t.Rename(n.ino(), name, newParent.EmbeddedInode().StableAttr().Ino, newName, flags))
+}
+
+// caller is who sent the FUSE request (the uid and gid a new entry takes).
+func caller(ctx context.Context) Owner {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return Owner{UID: c.Uid, GID: c.Gid}
+	}
+	return Owner{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 }
 
 // handle is an open file. write records whether it may change the file,

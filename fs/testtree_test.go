@@ -286,7 +286,7 @@ func treeMkdirAll(t *testing.T, tr *Tree, p string) uint64 {
 		}
 		a, err := tr.Lookup(ino, s)
 		if errors.Is(err, ErrNotExist) {
-			a, err = tr.Mkdir(ino, s, 0o755)
+			a, err = tr.Mkdir(ino, s, 0o755, testOwner)
 		}
 		if err != nil {
 			t.Fatalf("mkdir %s: segment %q: %v", p, s, err)
@@ -304,7 +304,7 @@ func treeWriteFile(t *testing.T, tr *Tree, p, content string) uint64 {
 	dir := treeMkdirAll(t, tr, p[:i])
 	a, err := tr.Lookup(dir, p[i+1:])
 	if errors.Is(err, ErrNotExist) {
-		a, err = tr.Create(dir, p[i+1:], 0o644)
+		a, err = tr.Create(dir, p[i+1:], 0o644, testOwner)
 	}
 	if err != nil {
 		t.Fatalf("create %s: %v", p, err)
@@ -341,3 +341,6 @@ func treeRead(t *testing.T, tr *Tree, ino uint64) string {
 	}
 	return string(buf[:n])
 }
+
+// testOwner is the caller of the tree operations the unit tests make.
+var testOwner = Owner{UID: 1000, GID: 1000}

@@ -68,8 +68,9 @@ type Options struct {
 	Journal Journal
 	// MaxFiles is the store's memory cap (default store.DefaultMaxMemories).
 	MaxFiles int
-	// UID and GID own every file (default 0).
-	UID, GID uint32
+	// Owner owns the entries loaded from the store and the root, with
+	// its modes (default: root, 0644 and 0755).
+	Owner Ownership
 	// Log receives warnings (default: logrus's standard logger).
 	Log logrus.FieldLogger
 	// Now is the clock (default time.Now).
@@ -90,7 +91,7 @@ func (o *Options) Validate() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return nil
+	return o.Owner.Validate()
 }
 
 // node is a file or directory of the tree. Every field is GUARDED_BY(Tree.mu).
@@ -109,7 +110,8 @@ type node struct {
 	mtime    time.Time
 	atime    time.Time
 	ctime    time.Time
-	opens    int // open file handles; an unlinked node lives while > 0
+	opens    int  // open file handles; an unlinked node lives while > 0
+	tooLarge bool // warned that it was asked to grow past a memory's limit
 }
 
 // Tree is the local state of one mounted store: directories and files with
@@ -133,6 +135,8 @@ type Tree struct {
 	bytes   int64            // GUARDED_BY(mu)
 	frozen  bool             // GUARDED_BY(mu): teardown started; refuse changes
 	badUTF8 map[string]bool  // GUARDED_BY(mu): paths warned about
+	// tooDeepLogged: the depth limit's ENAMETOOLONG was explained once. GUARDED_BY(mu).
+	tooDeepLogged bool
 	// unjournaled holds the files whose close could not be journaled (a
 	// full state dir): they keep their new content, dirty, and
 	// RetryUnjournaled journals them once there is room. GUARDED_BY(mu).
@@ -160,7 +164,7 @@ func NewTree(opts Options) (*Tree, error) {
 	}
 	now := opts.Now()
 	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}}
-	t.root = t.newNode(nil, "", true, 0o755, now)
+	t.root = t.newNode(nil, "", true, opts.Owner.dirMode(), now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
 	m.marker = true
 	m.content = []byte("version 1\n" + opts.StoreID)
@@ -170,7 +174,7 @@ func NewTree(opts Options) (*Tree, error) {
 // newNode links a new node under parent (nil: unlinked/root).
 func (t *Tree) newNode(parent *node, name string, dir bool, mode uint32, now time.Time) *node {
 	n := &node{ino: t.nextIno, parent: parent, name: name, dir: dir, mode: mode,
-		uid: t.opts.UID, gid: t.opts.GID, mtime: now, atime: now, ctime: now}
+		uid: t.opts.Owner.UID, gid: t.opts.Owner.GID, mtime: now, atime: now, ctime: now}
 	t.nextIno++
 	if dir {
 		n.children = map[string]*node{}
@@ -216,7 +220,7 @@ func (t *Tree) loadOne(f File) error {
 		}
 		c, ok := dir.children[s]
 		if !ok {
-			c = t.newNode(dir, s, true, 0o755, mtime)
+			c = t.newNode(dir, s, true, t.opts.Owner.dirMode(), mtime)
 		} else if !c.dir {
 			return errors.New("a parent of it is a file")
 		}
@@ -229,7 +233,7 @@ func (t *Tree) loadOne(f File) error {
 	if _, ok := dir.children[name]; ok {
 		return errors.New("its path is taken")
 	}
-	n := t.newNode(dir, name, false, 0o644, mtime)
+	n := t.newNode(dir, name, false, t.opts.Owner.fileMode(), mtime)
 	n.fileID, n.content = f.FileID, f.Content
 	t.files++
 	t.bytes += int64(len(f.Content))
@@ -260,8 +264,14 @@ func (n *node) attr() Attr {
 	a := Attr{Ino: n.ino, Dir: n.dir, Size: int64(len(n.content)), Mode: n.mode, UID: n.uid, GID: n.gid,
 		Mtime: n.mtime, Atime: n.atime, Ctime: n.ctime, Nlink: 1}
 	if n.dir {
+		// 2 + one ".." in each subdirectory, as find and ls expect.
 		a.Size = 4096
 		a.Nlink = 2
+		for _, c := range n.children {
+			if c.dir {
+				a.Nlink++
+			}
+		}
 	}
 	if n.parent == nil && n.name != "" {
 		a.Nlink = 0 // unlinked, still open: fstat says so (NlinkZero, FstatDeleted)

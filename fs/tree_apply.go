@@ -77,7 +77,7 @@ func (t *Tree) applyOne(c Change) error {
 			if _, err := checkName(dir.path(), s, true); err != nil {
 				return err
 			}
-			ch = t.newNode(dir, s, true, 0o755, now)
+			ch = t.newNode(dir, s, true, t.opts.Owner.dirMode(), now)
 		} else if !ch.dir {
 			return ErrNotDir
 		}
@@ -112,7 +112,7 @@ func (t *Tree) applyOne(c Change) error {
 		}
 	}
 	if cur == nil {
-		cur = t.newNode(dir, name, false, 0o644, now)
+		cur = t.newNode(dir, name, false, t.opts.Owner.fileMode(), now)
 		cur.fileID = c.FileID
 		t.files++
 		t.invalidate(c.Path, false)

@@ -3,6 +3,8 @@ package fs
 import (
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/memfs/memfs/store"
 )
 
@@ -71,9 +73,14 @@ func (t *Tree) Read(ino uint64, dst []byte, off int64) (int, error) {
 }
 
 // Write changes the file in memory; it reaches the journal at close
-// (Commit). A write that would make the file larger than a memory may be
-// fails with ErrTooLarge and changes nothing. Writes through a handle
-// opened before teardown still land.
+// (Commit). A memory holds at most 102,400 bytes, and the limit behaves
+// like a file-size limit (RLIMIT_FSIZE) on any filesystem: a write that
+// crosses it writes up to it and returns the short count, and a write that
+// starts at or past it fails with ErrTooLarge (EFBIG) and changes nothing.
+// However the kernel splits a write into requests, the file ends with the
+// bytes up to the limit. Either way a warning names the file, once until
+// it is back under the limit (cp of a larger file leaves it cut short).
+// Writes through a handle opened before teardown still land.
 func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -87,11 +94,17 @@ func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
 	if t.opts.ReadOnly {
 		return 0, ErrReadOnly
 	}
-	end := off + int64(len(data))
-	if off < 0 || end > store.MaxContentBytes {
-		return 0, ErrTooLarge
+	if off < 0 {
+		return 0, ErrInvalidArg
 	}
-	if end > int64(len(n.content)) {
+	if end := off + int64(len(data)); end > store.MaxContentBytes {
+		t.warnTooLarge(n, end)
+		if off >= store.MaxContentBytes {
+			return 0, ErrTooLarge
+		}
+		data = data[:store.MaxContentBytes-off]
+	}
+	if end := off + int64(len(data)); end > int64(len(n.content)) {
 		t.setSize(n, end)
 	}
 	copy(n.content[off:], data)
@@ -101,8 +114,24 @@ func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
 	return len(data), nil
 }
 
+// warnTooLarge warns once that a file was asked to grow past a memory's
+// size limit.
+//
+// REQUIRES: t.mu held.
+func (t *Tree) warnTooLarge(n *node, size int64) {
+	if n.tooLarge {
+		return
+	}
+	n.tooLarge = true
+	t.log.WithFields(logrus.Fields{"store": t.opts.StoreID, "path": n.path(), "size": size, "limit": store.MaxContentBytes}).
+		Warn("a write or truncate past 102,400 bytes, the most a memory may hold, was refused: the file keeps at most its first 102,400 bytes")
+}
+
 // setSize grows (with zeros) or shrinks n's content.
 func (t *Tree) setSize(n *node, size int64) {
+	if size < store.MaxContentBytes {
+		n.tooLarge = false
+	}
 	old := int64(len(n.content))
 	if size <= int64(cap(n.content)) {
 		n.content = n.content[:size]
@@ -176,7 +205,11 @@ func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (Attr, error) {
 		if n.dir {
 			return Attr{}, ErrIsDir
 		}
-		if *in.Size > store.MaxContentBytes || *in.Size < 0 {
+		if *in.Size < 0 {
+			return Attr{}, ErrInvalidArg
+		}
+		if *in.Size > store.MaxContentBytes {
+			t.warnTooLarge(n, *in.Size)
 			return Attr{}, ErrTooLarge
 		}
 		if t.frozen && *in.Size != int64(len(n.content)) {

@@ -95,9 +95,9 @@ func TestTreeNameLimits(t *testing.T) {
 			before := treeSnapshot(tr)
 			var err error
 			if tc.dir {
-				_, err = tr.Mkdir(tc.parent, tc.child, 0o755)
+				_, err = tr.Mkdir(tc.parent, tc.child, 0o755, testOwner)
 			} else {
-				_, err = tr.Create(tc.parent, tc.child, 0o644)
+				_, err = tr.Create(tc.parent, tc.child, 0o644, testOwner)
 			}
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("%v, want %v", err, tc.want)
@@ -106,14 +106,14 @@ func TestTreeNameLimits(t *testing.T) {
 		})
 	}
 	// The limits are exact: the longest path and the deepest file work.
-	a, err := tr.Create(longDirs, "xxxx", 0o644)
+	a, err := tr.Create(longDirs, "xxxx", 0o644, testOwner)
 	if err != nil {
 		t.Fatalf("create of a 1024-byte path: %v", err)
 	}
 	if err := tr.Commit(a.Ino); err != nil {
 		t.Fatal(err)
 	}
-	a, err = tr.Create(deep19, "f.md", 0o644)
+	a, err = tr.Create(deep19, "f.md", 0o644, testOwner)
 	if err != nil {
 		t.Fatalf("create at depth 20: %v", err)
 	}
@@ -134,46 +134,65 @@ func TestTreeCaseSensitive(t *testing.T) {
 	wantTree(t, tr, map[string]string{"/Notes.md": "upper", "/notes.md": "lower"})
 }
 
+// The size limit behaves like a file-size limit: a write that starts at or
+// past it fails with EFBIG and changes nothing; one that crosses it writes
+// up to it and returns the short count; a warning names the file once.
 func TestTreeWriteTooLarge(t *testing.T) {
-	tr, j := newTestTree(t, Options{})
+	l, hook := logtest.NewNullLogger()
+	tr, j := newTestTree(t, Options{Log: l})
 	full := bytes.Repeat([]byte("x"), store.MaxContentBytes)
 	ino := treeWriteFile(t, tr, "/full.md", string(full))
-	small := treeWriteFile(t, tr, "/small.md", "small")
 	j.take()
-
-	tests := []struct {
+	refused := []struct {
 		name string
-		ino  uint64
 		data []byte
 		off  int64
 	}{
-		{"append one byte to a full file", ino, []byte("y"), store.MaxContentBytes},
-		{"overwrite straddling the limit", ino, []byte("yy"), store.MaxContentBytes - 1},
-		{"one write too large", small, bytes.Repeat([]byte("y"), store.MaxContentBytes+1), 0},
-		{"far offset", small, []byte("y"), 1 << 20},
-		{"negative offset", small, []byte("y"), -1},
+		{"append one byte to a full file", []byte("y"), store.MaxContentBytes},
+		{"far offset", []byte("y"), 1 << 20},
 	}
-	for _, tc := range tests {
+	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
 			before := treeSnapshot(tr)
-			if n, err := tr.Write(tc.ino, tc.data, tc.off); !errors.Is(err, ErrTooLarge) || n != 0 {
+			if n, err := tr.Write(ino, tc.data, tc.off); !errors.Is(err, ErrTooLarge) || n != 0 {
 				t.Fatalf("write: %d, %v; want 0, %v", n, err, ErrTooLarge)
 			}
 			wantTree(t, tr, before)
-			if err := tr.Commit(tc.ino); err != nil {
+			if err := tr.Commit(ino); err != nil {
 				t.Fatal(err)
 			}
 			wantOps(t, j) // nothing changed, nothing to journal
 		})
 	}
-	sz := int64(store.MaxContentBytes + 1)
-	if _, err := tr.SetAttr(small, SetAttrIn{Size: &sz}); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("truncate past the limit: %v, want %v", err, ErrTooLarge)
+	if n := len(hook.AllEntries()); n != 1 || !strings.Contains(hook.LastEntry().Message, "102,400") || hook.LastEntry().Data["path"] != "/full.md" {
+		t.Fatalf("warnings: %d, last %v; want one naming /full.md and the limit", n, hook.LastEntry())
 	}
-	// Exactly the limit is fine.
-	if n, err := tr.Write(ino, []byte("z"), store.MaxContentBytes-1); err != nil || n != 1 {
-		t.Errorf("write the last byte: %d, %v", n, err)
-	}
+	t.Run("negative offset", func(t *testing.T) {
+		if n, err := tr.Write(ino, []byte("y"), -1); !errors.Is(err, ErrInvalidArg) || n != 0 {
+			t.Fatalf("write: %d, %v; want 0, %v", n, err, ErrInvalidArg)
+		}
+	})
+	t.Run("crossing the limit is a short write", func(t *testing.T) {
+		small := treeWriteFile(t, tr, "/small.md", "small")
+		j.take()
+		if n, err := tr.Write(small, []byte("yy"), store.MaxContentBytes-1); err != nil || n != 1 {
+			t.Fatalf("write straddling the limit: %d, %v; want 1, nil", n, err)
+		}
+		if n, err := tr.Write(small, bytes.Repeat([]byte("z"), store.MaxContentBytes+1), 0); err != nil || n != store.MaxContentBytes {
+			t.Fatalf("one write too large: %d, %v; want %d, nil", n, err, store.MaxContentBytes)
+		}
+		if a, _ := tr.GetAttr(small); a.Size != store.MaxContentBytes {
+			t.Fatalf("size after the short writes: %d", a.Size)
+		}
+		if err := tr.Commit(small); err != nil {
+			t.Fatal(err)
+		}
+		wantOps(t, j, putOp(treeFileID(t, tr, "/small.md"), "/small.md", strings.Repeat("z", store.MaxContentBytes)))
+		sz := int64(store.MaxContentBytes + 1)
+		if _, err := tr.SetAttr(small, SetAttrIn{Size: &sz}); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("truncate past the limit: %v, want %v", err, ErrTooLarge)
+		}
+	})
 }
 
 func TestTreeNoSpaceAtMaxFiles(t *testing.T) {
@@ -185,25 +204,25 @@ func TestTreeNoSpaceAtMaxFiles(t *testing.T) {
 		t.Errorf("statfs files %d free %d, want 3 and 0 (the marker doesn't count)", s.Files, s.FilesFree)
 	}
 	j.take()
-	if _, err := tr.Create(RootIno, "e.md", 0o644); !errors.Is(err, ErrNoSpace) {
+	if _, err := tr.Create(RootIno, "e.md", 0o644, testOwner); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("create at the cap: %v, want %v", err, ErrNoSpace)
 	}
 	// A directory takes no memory; renames and rewrites still work.
-	if _, err := tr.Mkdir(RootIno, "dir", 0o755); err != nil {
+	if _, err := tr.Mkdir(RootIno, "dir", 0o755, testOwner); err != nil {
 		t.Errorf("mkdir at the cap: %v", err)
 	}
 	if err := tr.Rename(RootIno, "a.md", RootIno, "b.md", 0); err != nil {
 		t.Errorf("rename over a file at the cap: %v", err)
 	}
 	j.take()
-	a, err := tr.Create(RootIno, "e.md", 0o644)
+	a, err := tr.Create(RootIno, "e.md", 0o644, testOwner)
 	if err != nil {
 		t.Fatalf("create after a file went: %v", err)
 	}
 	if err := tr.Commit(a.Ino); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Create(RootIno, "f.md", 0o644); !errors.Is(err, ErrNoSpace) {
+	if _, err := tr.Create(RootIno, "f.md", 0o644, testOwner); !errors.Is(err, ErrNoSpace) {
 		t.Errorf("create at the cap again: %v, want %v", err, ErrNoSpace)
 	}
 }
@@ -257,7 +276,7 @@ func TestTreeMarkerFile(t *testing.T) {
 		{"unlink", func() error { return tr.Unlink(RootIno, MarkerName) }, ErrNotPermit},
 		{"rename away", func() error { return tr.Rename(RootIno, MarkerName, RootIno, "m", 0) }, ErrNotPermit},
 		{"rename over", func() error { return tr.Rename(RootIno, "a.md", RootIno, MarkerName, 0) }, ErrNotPermit},
-		{"create over", func() error { _, err := tr.Create(RootIno, MarkerName, 0o644); return err }, ErrExist},
+		{"create over", func() error { _, err := tr.Create(RootIno, MarkerName, 0o644, testOwner); return err }, ErrExist},
 		{"rmdir", func() error { return tr.Rmdir(RootIno, MarkerName) }, ErrNotDir},
 	}
 	for _, tc := range tests {
@@ -289,7 +308,7 @@ func TestTreeReadOnlyRefusesEveryChange(t *testing.T) {
 		{FileID: "mem_a", Path: "/a.md", Content: []byte("alpha"), Mtime: mtime},
 		{FileID: "mem_b", Path: "/d/b.md", Content: []byte("beta"), Mtime: mtime},
 	})
-	mkdirEmpty := func() error { _, err := tr.Mkdir(RootIno, "x", 0o755); return err }
+	mkdirEmpty := func() error { _, err := tr.Mkdir(RootIno, "x", 0o755, testOwner); return err }
 	a := inoOf(t, tr, "/a.md")
 	d := inoOf(t, tr, "/d")
 	sz := int64(0)
@@ -299,7 +318,7 @@ func TestTreeReadOnlyRefusesEveryChange(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"create", func() error { _, err := tr.Create(RootIno, "n.md", 0o644); return err }},
+		{"create", func() error { _, err := tr.Create(RootIno, "n.md", 0o644, testOwner); return err }},
 		{"mkdir", mkdirEmpty},
 		{"unlink", func() error { return tr.Unlink(RootIno, "a.md") }},
 		{"rmdir", func() error { return tr.Rmdir(RootIno, "d") }},
@@ -364,8 +383,8 @@ func TestTreeFreeze(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"create", func() error { _, err := tr.Create(RootIno, "n.md", 0o644); return err }},
-		{"mkdir", func() error { _, err := tr.Mkdir(RootIno, "x", 0o755); return err }},
+		{"create", func() error { _, err := tr.Create(RootIno, "n.md", 0o644, testOwner); return err }},
+		{"mkdir", func() error { _, err := tr.Mkdir(RootIno, "x", 0o755, testOwner); return err }},
 		{"unlink", func() error { return tr.Unlink(RootIno, "other.md") }},
 		{"rmdir", func() error { return tr.Rmdir(RootIno, "d") }},
 		{"rename", func() error { return tr.Rename(RootIno, "other.md", RootIno, "z.md", 0) }},
@@ -401,7 +420,7 @@ func TestTreeFreeze(t *testing.T) {
 func TestTreeInvalidUTF8(t *testing.T) {
 	l, hook := logtest.NewNullLogger()
 	tr, j := newTestTree(t, Options{Log: l})
-	a, err := tr.Create(RootIno, "bin.md", 0o644)
+	a, err := tr.Create(RootIno, "bin.md", 0o644, testOwner)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"errors"
 	"sort"
 	"strings"
 
@@ -20,6 +21,9 @@ func (t *Tree) Lookup(parent uint64, name string) (Attr, error) {
 	d, err := t.dirNode(parent)
 	if err != nil {
 		return Attr{}, err
+	}
+	if len(name) > MaxNameBytes {
+		return Attr{}, ErrNameTooLong // not ENOENT: no such name can exist
 	}
 	c, ok := d.children[name]
 	if !ok {
@@ -68,6 +72,7 @@ func (t *Tree) freeEntry(parent uint64, name string, dir bool) (*node, error) {
 		return nil, err
 	}
 	if _, err := checkName(d.path(), name, dir); err != nil {
+		t.noteTooDeep(err)
 		return nil, err
 	}
 	if _, ok := d.children[name]; ok {
@@ -76,8 +81,21 @@ func (t *Tree) freeEntry(parent uint64, name string, dir bool) (*node, error) {
 	return d, nil
 }
 
-// Create makes a new empty file; it reaches the journal when closed.
-func (t *Tree) Create(parent uint64, name string, mode uint32) (Attr, error) {
+// noteTooDeep logs, once per mount at debug, that ENAMETOOLONG was given
+// for depth, not length: the errno can't say it.
+//
+// REQUIRES: t.mu held.
+func (t *Tree) noteTooDeep(err error) {
+	if errors.Is(err, errTooDeep) && !t.tooDeepLogged {
+		t.tooDeepLogged = true
+		t.log.WithField("store", t.opts.StoreID).WithError(err).Debug("a name was refused with ENAMETOOLONG because its path would be too deep, not too long")
+	}
+}
+
+// Create makes a new empty file; it reaches the journal when closed. It
+// belongs to caller (the group of a setgid parent), with mode (the kernel
+// has taken the caller's umask out of it already).
+func (t *Tree) Create(parent uint64, name string, mode uint32, caller Owner) (Attr, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d, err := t.freeEntry(parent, name, false)
@@ -87,21 +105,25 @@ func (t *Tree) Create(parent uint64, name string, mode uint32) (Attr, error) {
 	if t.files >= t.opts.MaxFiles {
 		return Attr{}, ErrNoSpace
 	}
-	n := t.newNode(d, name, false, mode&0o7777, t.opts.Now())
+	n := t.newNode(d, name, false, 0, t.opts.Now())
+	n.uid, n.gid, n.mode = newEntryOwner(d, caller, mode, false)
 	n.fileID, n.dirty = newFileID(), true
 	t.files++
 	return n.attr(), nil
 }
 
-// Mkdir makes a directory. It exists only locally until a file is in it.
-func (t *Tree) Mkdir(parent uint64, name string, mode uint32) (Attr, error) {
+// Mkdir makes a directory, owned like Create's files (a setgid parent's
+// setgid bit carries over). It exists only locally until a file is in it.
+func (t *Tree) Mkdir(parent uint64, name string, mode uint32, caller Owner) (Attr, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d, err := t.freeEntry(parent, name, true)
 	if err != nil {
 		return Attr{}, err
 	}
-	return t.newNode(d, name, true, mode&0o7777, t.opts.Now()).attr(), nil
+	n := t.newNode(d, name, true, 0, t.opts.Now())
+	n.uid, n.gid, n.mode = newEntryOwner(d, caller, mode, true)
+	return n.attr(), nil
 }
 
 // unlinkNode journals a file's removal, then detaches n from its parent.
@@ -217,6 +239,7 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 	}
 	newPath, err := checkName(nd.path(), newName, src.dir)
 	if err != nil {
+		t.noteTooDeep(err)
 		return err
 	}
 	if src.dir {

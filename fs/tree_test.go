@@ -14,7 +14,7 @@ import (
 
 func TestTreeWriteCommitJournalsWholeContentOncePerClose(t *testing.T) {
 	tr, j := newTestTree(t, Options{})
-	a, err := tr.Create(RootIno, "notes.md", 0o644)
+	a, err := tr.Create(RootIno, "notes.md", 0o644, testOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestTreeWriteCommitJournalsWholeContentOncePerClose(t *testing.T) {
 
 func TestTreeCreatedNeverWrittenJournalsEmpty(t *testing.T) {
 	tr, j := newTestTree(t, Options{})
-	a, err := tr.Create(RootIno, "empty.md", 0o644)
+	a, err := tr.Create(RootIno, "empty.md", 0o644, testOwner)
 	if err != nil {
 		t.Fatal(err)
 	}

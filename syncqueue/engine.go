@@ -68,8 +68,9 @@ type EngineOptions struct {
 	StallAfter time.Duration
 	// Conflicts keeps losing local versions (default: the log under StateDir).
 	Conflicts *ConflictLog
-	// UID and GID own the files.
-	UID, GID uint32
+	// Owner owns the files loaded from the store and the mount's root,
+	// with their modes (fs.Ownership; zero: root, 0644/0755).
+	Owner fs.Ownership
 	// Log receives the engine's log lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
 	// Now is the clock (default time.Now): the delete delay, the tree's
@@ -231,7 +232,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
 	}
-	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, UID: e.opts.UID, GID: e.opts.GID, Log: e.log, Now: e.opts.Now}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now}
 	if e.journal != nil {
 		topts.Journal = journalSink{e.journal}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfs/memfs/fs"
 	"go.uber.org/goleak"
 )
 
@@ -22,3 +23,6 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// testOwner is the caller of the tree operations the engine tests make.
+var testOwner = fs.Owner{UID: 0, GID: 0}

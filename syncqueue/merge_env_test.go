@@ -346,7 +346,7 @@ func (e *mgEnv) write(p, content string) error {
 	for _, s := range segs[:len(segs)-1] {
 		a, err := e.tree.Lookup(dir.Ino, s)
 		if errors.Is(err, fs.ErrNotExist) {
-			a, err = e.tree.Mkdir(dir.Ino, s, 0o755)
+			a, err = e.tree.Mkdir(dir.Ino, s, 0o755, testOwner)
 		}
 		if err != nil {
 			e.t.Fatalf("mkdir for %s: %v", p, err)
@@ -357,7 +357,7 @@ func (e *mgEnv) write(p, content string) error {
 	a, err := e.tree.Lookup(dir.Ino, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if a, err = e.tree.Create(dir.Ino, name, 0o644); err != nil {
+		if a, err = e.tree.Create(dir.Ino, name, 0o644, testOwner); err != nil {
 			return err
 		}
 		err = e.tree.Open(a.Ino, true, false)

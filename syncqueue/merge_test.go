@@ -905,7 +905,7 @@ func TestMergeRemoteChangeWhileOpen(t *testing.T) {
 	t.Run("new file", func(t *testing.T) {
 		t.Parallel()
 		e := newMgEnv(t, mgFiles)
-		n, err := e.tree.Create(fs.RootIno, "n.md", 0o644)
+		n, err := e.tree.Create(fs.RootIno, "n.md", 0o644, testOwner)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -158,6 +158,19 @@ func (h *host) engineOptions(api syncqueue.Store, storeID string, readOnly bool,
 	return syncqueue.EngineOptions{
 		StoreID: storeID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: readOnly,
 		Interval: h.cfg.Interval, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
-		PollWait: h.cfg.PollWait, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Log: log,
+		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log,
 	}
+}
+
+// owner is who owns the session's mounts: Config.Owner, with the memory
+// root's owner when Config.OwnerFromMemoryRoot.
+func (h *host) owner() fs.Ownership {
+	o := h.cfg.Owner
+	if h.cfg.OwnerFromMemoryRoot {
+		var st unix.Stat_t
+		if err := unix.Stat(h.cfg.MemoryRoot, &st); err == nil {
+			o.UID, o.GID = st.Uid, st.Gid
+		}
+	}
+	return o
 }

@@ -224,7 +224,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		m, err := MountStore(ctx, MountOptions{
 			Engine:     s.host.engineOptions(api, r.MemoryStoreID, r.Access == store.AccessReadOnly, slog),
 			Mountpoint: paths[i],
-			FS:         fs.MountOptions{AllowOther: isRoot()},
+			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},
 			Log:        slog,
 			Status:     s.cfg.Status,
 			Labels:     MountLabels{SessionID: sess.ID, WorkID: item.ID},

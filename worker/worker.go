@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
@@ -46,6 +47,18 @@ type Config struct {
 	Log logrus.FieldLogger
 	// Status, when set, shows the session's mounts to memfs status.
 	Status *StatusServer
+	// Owner owns each session's mounts: the files loaded from the store
+	// and the mount roots, with their modes — the agent's user, so that
+	// its tools can work in them.
+	Owner fs.Ownership
+	// OwnerFromMemoryRoot takes Owner's UID and GID from the owner of the
+	// memory root instead (the default: the fix worker.md gives chowns it
+	// to the agent's user).
+	OwnerFromMemoryRoot bool
+	// AllowOther lets users other than the worker's enter the mounts
+	// (FUSE allow_other). The worker model needs it when the agent runs
+	// as another user; cmd/memfs turns it on by default as root.
+	AllowOther bool
 }
 
 // Validate checks the configuration and fills in defaults.

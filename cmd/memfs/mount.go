@@ -67,6 +67,7 @@ func defaultStateDir() string {
 
 func runMount(args []string) error {
 	var sf syncFlags
+	var of ownerFlags
 	var apiURL, apiKey, storeID string
 	var readOnly, debug bool
 	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
@@ -101,6 +102,7 @@ Flags:
 	fset.BoolVar(&readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
 	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
 	sf.add(fset)
+	of.add(fset, "you")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return err
@@ -120,6 +122,13 @@ Flags:
 	}
 	if interval == 0 {
 		return usagef("--memory-sync-interval off means running without memory: there is nothing to mount")
+	}
+	owner, ownerGiven, allowOther, err := of.resolve()
+	if err != nil {
+		return err
+	}
+	if !ownerGiven {
+		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
 	log, err := newLogger(sf.logFormat, sf.logLevel)
 	if err != nil {
@@ -142,10 +151,10 @@ Flags:
 		Engine: syncqueue.EngineOptions{
 			StoreID: storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: readOnly,
 			Interval: interval, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-			UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
+			Owner: owner,
 		},
 		Mountpoint: pos[0],
-		FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0, Debug: debug},
+		FS:         fs.MountOptions{AllowOther: allowOther, Debug: debug},
 		Log:        log,
 		Status:     status,
 	})

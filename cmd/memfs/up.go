@@ -43,6 +43,7 @@ var demoMemories = map[string]string{
 func runUp(args []string) error {
 	var listen, dataDir, memoryRoot, logLevel string
 	var interval time.Duration
+	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
 	fset.Usage = func() {
 		fmt.Fprint(fset.Output(), `Usage: memfs up [--memory-root DIR] [--listen ADDR] [--data-dir DIR]
@@ -68,6 +69,7 @@ Flags:
 	fset.StringVar(&memoryRoot, "memory-root", defaultUpMemoryRoot(), "where the store is mounted (the parent of its folder)")
 	fset.DurationVar(&interval, "memory-sync-interval", 15*time.Second, "sync interval (at least 5s)")
 	fset.StringVar(&logLevel, "log-level", "warn", "log level")
+	of.add(fset, "you")
 	if _, err := parseInterleaved(fset, args); err != nil {
 		return err
 	}
@@ -75,6 +77,13 @@ Flags:
 	// (0) makes no sense here either.
 	if interval < syncqueue.MinInterval {
 		return usagef("--memory-sync-interval must be at least %s, not %s", syncqueue.MinInterval, interval)
+	}
+	owner, ownerGiven, allowOther, err := of.resolve()
+	if err != nil {
+		return err
+	}
+	if !ownerGiven {
+		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
 	log, err := newLogger("text", logLevel)
 	if err != nil {
@@ -126,7 +135,8 @@ Flags:
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
-		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status})
+		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
+		Owner: owner, AllowOther: allowOther})
 	if err != nil {
 		return err
 	}

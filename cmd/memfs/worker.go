@@ -23,6 +23,7 @@ func init() {
 // workerFlags are the flags shared by memfs worker and memfs session.
 type workerFlags struct {
 	syncFlags
+	ownerFlags
 	apiURL, memoryRoot, replayKey string
 }
 
@@ -31,6 +32,7 @@ func (f *workerFlags) add(fset *flag.FlagSet) {
 	fset.StringVar(&f.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of every mount path (env MEMFS_MEMORY_ROOT)")
 	fset.StringVar(&f.replayKey, "replay-api-key", envOr("", "MEMFS_REPLAY_API_KEY"), "an admin key used to replay journals left behind at start (env MEMFS_REPLAY_API_KEY)")
 	f.syncFlags.add(fset)
+	f.ownerFlags.add(fset, "the owner of --memory-root: chown it to the agent's user")
 }
 
 // config maps the flags onto worker.Config.
@@ -39,8 +41,13 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, usagef("%v", err)
 	}
+	owner, ownerGiven, allowOther, err := f.ownerFlags.resolve()
+	if err != nil {
+		return worker.Config{}, err
+	}
 	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval,
-		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: f.replayKey, Log: log}
+		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: f.replayKey, Log: log,
+		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("%v", err)
 	}

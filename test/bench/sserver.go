@@ -230,7 +230,7 @@ func (e *sEnv) mountMemfs(ctx context.Context, storeID, label string, interval t
 	mm.m, err = worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
 			StoreID: storeID, Store: cl, StateDir: filepath.Join(tmp, "state"), Interval: interval,
-			UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
+			Owner: fs.Ownership{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
 		},
 		Mountpoint: mm.dir,
 		FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0},
