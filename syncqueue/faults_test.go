@@ -310,3 +310,57 @@ func hasEntry(entries []*logrus.Entry, level logrus.Level, substr string) bool {
 	}
 	return false
 }
+
+// mgHoldAnswers lets updates reach the server but holds their answers
+// until release is closed: the store has applied a write whose response
+// the engine has not seen yet, while the feed already shows it.
+func mgHoldAnswers(release chan struct{}) mgFault {
+	return func(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
+		if kind != "update" {
+			return false
+		}
+		rec := p.forward(r, body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		mgCopy(w, rec)
+		return true
+	}
+}
+
+// An editor's atomic save (write a temporary file, rename it over the
+// memory's file) goes up as one update of the memory. When the feed shows
+// that update before its answer arrives, the memory must be bound to the
+// new file, not to the file the rename replaced: a remote move of the
+// memory afterwards moves the new file (it once created a second copy).
+func TestAtomicSaveSeenBeforeItsAnswer(t *testing.T) {
+	t.Parallel()
+	e := newMgEnv(t, map[string]string{"/n.md": "v1\n"})
+	e.mustWrite("/.n.md.tmp", "v2\n")
+	e.rename("/.n.md.tmp", "/n.md")
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	e.proxy.setFault(mgHoldAnswers(release))
+	done := make(chan SyncResult, 1)
+	go func() { done <- e.eng.SyncNow(e.ctx(), true, false) }()
+	eventually(t, "the update to reach the store", func() bool { return e.storeContents()["/n.md"] == "v2\n" })
+	e.caughtUp() // the overlay has seen the update, whose answer is still held
+	once.Do(func() { close(release) })
+	if res := <-done; res.Failed != 0 || res.Left != 0 {
+		t.Fatalf("the pass: %+v", res)
+	}
+	e.proxy.setFault(nil)
+	if got := e.storeIDs()["/n.md"]; got != e.ids["/n.md"] {
+		t.Fatalf("/n.md is memory %s, want %s (an atomic save keeps the id)", got, e.ids["/n.md"])
+	}
+	moved := "/moved.md"
+	if _, err := e.remote.UpdateMemory(e.ctx(), e.storeID, e.ids["/n.md"], store.UpdateMemoryInput{Path: &moved}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLocal(moved, "v2\n", true)
+	e.waitLocal("/n.md", "", false)
+	e.noPending()
+	e.noConflicts()
+}

@@ -123,6 +123,9 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 		return e.ourWriteBack(fileID, p, m, log)
 	}
 	agreed := e.ms.agrees(m)
+	if pending && p.Deleted && (ours || agreed) {
+		return e.deletedAfterOurWrite(fileID, p, m, log)
+	}
 	if (agreed || ours) && (!pending || p.Deleted || p.Origin == "" || p.BaseSHA == m.ContentSHA256) {
 		// Nothing new for the local copy (the local change, if any, was
 		// made against this very state and goes up as it is).
@@ -164,6 +167,36 @@ func (e *Engine) ourWriteBack(fileID string, p journal.Entry, m *store.Memory, l
 		e.confirm(p, m.ID, m.ContentSHA256, m.Path)
 	} else if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
 		log.WithError(err).Error("could not rebase a pending change in the journal")
+	}
+	e.ms.agree(fileID, m)
+	return nil
+}
+
+// deletedAfterOurWrite: the store holds a write of ours (or a state this
+// mount agreed on) for a memory whose file here is pending delete. Either the write was an editor's atomic save
+// folded into an update of the memory (the new file stands at the
+// memory's path with exactly its bytes): the delete and the new file are
+// settled, and the new file is the memory's copy; or the file was deleted
+// after its update was sent: the delete is rebased on that update (if it
+// was made against an older base), so its precondition holds. Without this the delete's precondition fails
+// for ever, and the memory stays bound to a file that is gone.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) deletedAfterOurWrite(fileID string, p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
+	delete(e.ms.sent, m.ID)
+	if id, isDir, ok := e.tree.At(m.Path); ok && !isDir && id != "" && id != fileID {
+		if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" && lp.Path == m.Path &&
+			store.SHA256Hex(string(lp.Content)) == m.ContentSHA256 {
+			e.confirm(p, "", "", p.Path)
+			e.confirm(lp, m.ID, m.ContentSHA256, m.Path)
+			e.ms.agree(id, m)
+			return nil
+		}
+	}
+	if p.BaseSHA != m.ContentSHA256 {
+		if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
+			log.WithError(err).Error("could not rebase a pending delete in the journal")
+		}
 	}
 	e.ms.agree(fileID, m)
 	return nil

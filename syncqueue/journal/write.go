@@ -152,11 +152,11 @@ func (j *Journal) Confirm(fileID string, lsn uint64, memoryID, sha, path string)
 // Rebase records that a file's pending change now applies on top of
 // memory memoryID holding content sha (its upload's precondition), e.g.
 // after our own earlier upload of the file was applied although its
-// response was lost. With memoryID "" the memory is gone from the store
-// and the pending state becomes a create of the file's content at its path
-// (it is the only copy). It returns ErrNotPending when the file has no
-// pending (non-delete) entry. Like Confirm, it takes effect in memory
-// even when the disk is full.
+// response was lost. With memoryID "" the memory is gone from the store:
+// a pending put becomes a create of the file's content at its path (it is
+// the only copy), a pending delete has nothing left to do. It returns
+// ErrNotPending when the file has nothing pending. Like Confirm, it takes
+// effect in memory even when the disk is full.
 func (j *Journal) Rebase(fileID, memoryID, sha string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -164,14 +164,18 @@ func (j *Journal) Rebase(fileID, memoryID, sha string) error {
 		return err
 	}
 	e := j.st.pending[fileID]
-	if e == nil || e.Deleted {
+	if e == nil {
 		return fmt.Errorf("rebase %s: %w", fileID, ErrNotPending)
 	}
 	if memoryID == "" {
 		sha = ""
 	}
 	delete(j.st.bases, fileID)
-	return j.bookkeepLocked(&record{typ: recPut, fileID: fileID, origin: memoryID, baseSHA: sha, path: e.Path, content: e.Content})
+	r := &record{typ: recPut, fileID: fileID, origin: memoryID, baseSHA: sha, path: e.Path, content: e.Content}
+	if e.Deleted {
+		r.typ, r.content = recDelete, nil
+	}
+	return j.bookkeepLocked(r)
 }
 
 // encodeLocked assigns recs the next LSNs and encodes them.
