@@ -32,13 +32,16 @@ type serveConfig struct {
 	changeRetention               time.Duration
 	sqliteSync                    string
 	logFormat, logLevel           string
+	// adminKeyFlag is where runServe finds adminKey (--admin-key,
+	// --admin-key-file, MEMFS_ADMIN_KEY); memfs up sets adminKey itself.
+	adminKeyFlag *keyFlag
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", envOr("127.0.0.1:8080", "MEMFS_LISTEN"), "address to listen on (env MEMFS_LISTEN); port 0 picks a free one")
 	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a postgres:// URL, or a SQLite file (env MEMFS_DB; default <data-dir>/memfs.db)")
 	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
-	fs.StringVar(&c.adminKey, "admin-key", "", "admin API key to accept (env MEMFS_ADMIN_KEY); when none is given or stored, one is generated into <data-dir>/admin.key")
+	c.adminKeyFlag = addKeyFlag(fs, "admin-key", "an admin API key to accept (when none is given or stored, one is generated into <data-dir>/admin.key)", "MEMFS_ADMIN_KEY")
 	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
 	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, "memories one store may hold")
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
@@ -67,23 +70,27 @@ func runServe(args []string) error {
 
 Runs the store service: the Memory Stores API (wire-compatible with the
 Claude Managed Agents API) on SQLite (default) or PostgreSQL (--db
-postgres://...). On first start without --admin-key it generates an admin
-key, keeps only its hash, and writes the key to <data-dir>/admin.key
-(mode 0600). SIGTERM or SIGINT finishes in-flight requests and exits 0.
+postgres://...). On first start without an admin key it generates one,
+keeps only its hash, and writes the key to <data-dir>/admin.key (mode
+0600). To choose the key yourself, give --admin-key-file FILE (mode 0600)
+or MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every
+user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
+exits 0.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
 	c.flags(fs)
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if c.adminKey == "" {
-		c.adminKey = os.Getenv("MEMFS_ADMIN_KEY")
+	if c.adminKey, err = c.adminKeyFlag.resolve(os.Getenv); err != nil {
+		return err
 	}
 	log, err := newLogger(c.logFormat, c.logLevel)
 	if err != nil {
