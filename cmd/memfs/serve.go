@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -115,6 +116,7 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 		return err
 	}
 	defer db.Close()
+	warnOpenDirs(log, c.dataDir, dsn)
 	res, err := server.EnsureAdminKey(ctx, db, c.adminKey, c.dataDir)
 	if err != nil {
 		return err
@@ -124,6 +126,9 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 		fmt.Printf("memfs serve: generated an admin key; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", res.KeyFile, res.KeyFile)
 	case res.KeyFile != "":
 		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
+	}
+	if res.MadePrivate {
+		log.WithField("file", res.KeyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
 	}
 	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot})
 	if err != nil {
@@ -182,4 +187,35 @@ func pruneChanges(ctx context.Context, db store.ChangeFeed, retention time.Durat
 		case <-t.C:
 		}
 	}
+}
+
+// warnOpenDirs logs one warning for each directory memfs serve keeps
+// files in (the data dir; the SQLite database's, when --db puts it
+// elsewhere) that group or others may read or enter. The files in them are
+// 0600 whatever the directory (sqlstore, server.EnsureAdminKey), so this
+// only warns: others can still list their names and sizes, and a
+// directory made 0755 by hand may be meant to hold more. A directory that
+// does not exist (a PostgreSQL --db with a given key) is not used.
+func warnOpenDirs(log logrus.FieldLogger, dataDir, dsn string) {
+	dirs := []string{dataDir}
+	if db := sqlitePath(dsn); db != "" && filepath.Dir(db) != filepath.Clean(dataDir) {
+		dirs = append(dirs, filepath.Dir(db))
+	}
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		log.WithField("dir", d).Warnf("the data directory is open to other users (mode %04o): the database and key files in it are 0600, "+
+			"but others can list them; make it private: chmod 700 %s", fi.Mode().Perm(), d)
+	}
+}
+
+// sqlitePath is the file of a SQLite --db value, "" for PostgreSQL.
+func sqlitePath(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return ""
+	}
+	p, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	return p
 }
