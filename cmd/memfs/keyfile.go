@@ -10,9 +10,12 @@ package main
 // Which one is used: --NAME, else --NAME-file, else the first non-empty
 // environment variable. --NAME and --NAME-file together are a usage error
 // (exit 2): one of them would be silently ignored. A key file that can't be
-// used (missing, not a regular file, readable by group or others, empty,
-// more than one line) is an error (exit 1) naming the file and the fix; the
-// command does nothing else.
+// used (missing, not a regular file, open to group or others, empty, more
+// than one line) is an error (exit 1) naming the flag, the file and the
+// fix; the command does nothing else. memfs session --work-secret-file
+// reads its file with the same rules (readKeyFile). The file's owner is
+// not checked: mode 0600 already means only its owner (and root) can read
+// it.
 
 import (
 	"errors"
