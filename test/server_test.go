@@ -588,10 +588,10 @@ func (l *lockedBuffer) String() string {
 }
 
 // startBare runs memfs serve on dir with no admin key (nor any MEMFS_
-// variable) and waits until it listens.
-func startBare(t *testing.T, dir string) *bareServe {
+// variable) but what args give, and waits until it listens.
+func startBare(t *testing.T, dir string, args ...string) *bareServe {
 	t.Helper()
-	cmd := exec.Command(harness.Binary(t), "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn")
+	cmd := exec.Command(harness.Binary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn"}, args...)...)
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "MEMFS_") {
 			cmd.Env = append(cmd.Env, e)

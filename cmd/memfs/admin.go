@@ -2,7 +2,7 @@ package main
 
 // The admin commands (memfs stores, memories, versions) call the API with
 // store/client. This file holds what they share: the verb tables and their
-// dispatch, the global flags (--api-url, --api-key, --json), argument
+// dispatch, the global flags (--api-url, --api-key[-file], --json), argument
 // parsing that allows flags after positional arguments, output helpers and
 // the hints added to errors.
 
@@ -100,7 +100,9 @@ func (g *adminGroup) usage(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nEvery verb takes --api-url (env MEMFS_API_URL, default %s),\n"+
-		"--api-key (env MEMFS_API_KEY) and --json (print the API's JSON, for scripts).\n"+
+		"the admin key from MEMFS_API_KEY or --api-key-file FILE (--api-key KEY works\n"+
+		"too, but shows the key to every user in ps), and --json (print the API's\n"+
+		"JSON, for scripts).\n"+
 		"Run 'memfs %s VERB --help' for a verb's flags and examples.\n", defaultAPIURL, g.name)
 }
 
@@ -112,7 +114,7 @@ type admin struct {
 	usage  string // "STORE PATH|ID"
 	fs     *flag.FlagSet
 	apiURL string
-	apiKey string
+	apiKey *keyFlag
 	json   bool
 }
 
@@ -122,7 +124,7 @@ func (a *admin) flags(usage, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet("memfs "+a.cmd, flag.ContinueOnError)
 	fs.SetOutput(a.io.stderr)
 	fs.StringVar(&a.apiURL, "api-url", "", "the memfs serve API (env MEMFS_API_URL; default "+defaultAPIURL+")")
-	fs.StringVar(&a.apiKey, "api-key", "", "the admin API key (env MEMFS_API_KEY)")
+	a.apiKey = addKeyFlag(fs, "api-key", "the admin API key", "MEMFS_API_KEY")
 	fs.BoolVar(&a.json, "json", false, "print the API's JSON objects instead of a readable summary")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: memfs %s %s\n\n%s\n\nFlags:\n", a.cmd, usage, strings.TrimSpace(help))
@@ -181,14 +183,15 @@ func (a *admin) client() (*client.Client, error) {
 	if a.apiURL == "" {
 		a.apiURL = defaultAPIURL
 	}
-	if a.apiKey == "" {
-		a.apiKey = a.io.getenv("MEMFS_API_KEY")
+	key, err := a.apiKey.resolve(a.io.getenv)
+	if err != nil {
+		return nil, err
 	}
-	if a.apiKey == "" {
-		return nil, errors.New("no API key: set MEMFS_API_KEY (or pass --api-key) to the admin key printed by " +
-			"memfs serve (its data dir's admin.key), e.g. export MEMFS_API_KEY=$(cat DATA_DIR/admin.key)")
+	if key == "" {
+		return nil, errors.New("no API key: set MEMFS_API_KEY (or pass --api-key-file) to the admin key memfs serve " +
+			"wrote to its data dir's admin.key, e.g. export MEMFS_API_KEY=$(cat DATA_DIR/admin.key)")
 	}
-	c, err := client.New(client.Options{BaseURL: a.apiURL, APIKey: a.apiKey, UserAgent: "memfs-cli"})
+	c, err := client.New(client.Options{BaseURL: a.apiURL, APIKey: key, UserAgent: "memfs-cli"})
 	if err != nil {
 		return nil, usagef("--api-url: %v", strings.TrimPrefix(err.Error(), "client: "))
 	}
@@ -204,7 +207,7 @@ func (a *admin) explain(err error) error {
 	case errors.Is(err, context.Canceled):
 		return errors.New("interrupted")
 	case errors.Is(err, store.ErrUnauthorized):
-		hint = "the server refused the API key: set MEMFS_API_KEY (or --api-key) to the admin key printed by memfs serve (its data dir's admin.key)"
+		hint = "the server refused the API key: set MEMFS_API_KEY (or --api-key-file) to the admin key memfs serve wrote to its data dir's admin.key"
 	case errors.Is(err, store.ErrForbidden):
 		hint = "this key may not do that (the admin commands need the admin key), or the store is archived and read-only"
 	case errors.Is(err, store.ErrUnavailable):

@@ -38,7 +38,9 @@ func init() {
 func environmentsCreate(a *admin, args []string) error {
 	a.flags("NAME", `
 Creates a self-hosted environment and prints its id and its environment key.
-The key is shown only now: give it to the worker (--environment-key).
+The key is shown only now: save it in a file only the worker's user can
+read (chmod 600) and give the worker --environment-key-file FILE (or
+MEMFS_ENVIRONMENT_KEY), not --environment-key, which ps shows to everyone.
 
 Example:
   memfs environments create sandbox-hosts`)

@@ -68,11 +68,11 @@ func defaultStateDir() string {
 func runMount(args []string) error {
 	var sf syncFlags
 	var of ownerFlags
-	var apiURL, apiKey, storeID string
+	var apiURL, storeID string
 	var readOnly, debug bool
 	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs mount --api-url URL --api-key KEY --store ID [--read-only] [flags] MOUNTPOINT
+		fmt.Fprint(fset.Output(), `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only] [flags] MOUNTPOINT
 
 Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT is
 created if missing; an existing empty directory is accepted. Every file
@@ -89,15 +89,20 @@ Exit status: 0 stopped cleanly; 1 an error; 2 a usage error; 3 the stop
 was cut short by a second signal: changes not yet uploaded stay in the
 journal for the next mount.
 
-Example:
-  memfs mount --api-url http://127.0.0.1:8080 --api-key "$MEMFS_API_KEY" --store memstore_... /mnt/memory/notes
+The admin key comes from --api-key-file (a file only you can read) or
+MEMFS_API_KEY. --api-key works too, but shows the key to every user of the
+host in ps.
+
+Examples:
+  memfs mount --api-url http://127.0.0.1:8080 --api-key-file /var/lib/memfs/admin.key --store memstore_... /mnt/memory/notes
+  MEMFS_API_KEY=$(cat /var/lib/memfs/admin.key) memfs mount --store memstore_... /mnt/memory/notes
 
 Flags:
 `)
 		fset.PrintDefaults()
 	}
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
-	fset.StringVar(&apiKey, "api-key", envOr("", "MEMFS_API_KEY"), "an admin key of the store service (env MEMFS_API_KEY)")
+	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
 	fset.StringVar(&storeID, "store", "", "the memory store id (memstore_...)")
 	fset.BoolVar(&readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
 	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
@@ -113,8 +118,12 @@ Flags:
 	if storeID == "" {
 		return usagef("--store is required")
 	}
+	apiKey, err := keyFlag.resolve(os.Getenv)
+	if err != nil {
+		return err
+	}
 	if apiKey == "" {
-		return usagef("--api-key (or MEMFS_API_KEY) is required: the admin key printed by memfs serve")
+		return usagef("an admin key is required (%s): the admin key memfs serve wrote to its data dir's admin.key", keyFlag.sources())
 	}
 	interval, err := sf.parseInterval()
 	if err != nil {

@@ -15,28 +15,36 @@ func init() {
 }
 
 func runReplay(args []string) error {
-	var apiURL, apiKey, stateDir string
+	var apiURL, stateDir string
 	fset := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs replay --api-url URL --api-key KEY [--state-dir DIR]
+		fmt.Fprint(fset.Output(), `Usage: memfs replay --api-url URL --api-key-file FILE [--state-dir DIR]
 
 Pushes every journal left in the state dir (changes a killed mount or
 worker closed but never uploaded) to the store with the given key (an
 admin key of memfs serve). The same preconditions and store-wins rules as a
-live sync apply; losers go to the conflict log.
+live sync apply; losers go to the conflict log. The key comes from
+--api-key-file or MEMFS_API_KEY (--api-key shows it to every user in ps).
+
+Example:
+  memfs replay --api-key-file /var/lib/memfs/admin.key --state-dir /var/lib/memfs
 
 Flags:
 `)
 		fset.PrintDefaults()
 	}
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
-	fset.StringVar(&apiKey, "api-key", envOr("", "MEMFS_API_KEY"), "an admin key (env MEMFS_API_KEY)")
+	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
 	fset.StringVar(&stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "the state dir (env MEMFS_STATE_DIR)")
 	if _, err := parseInterleaved(fset, args); err != nil {
 		return err
 	}
+	apiKey, err := keyFlag.resolve(os.Getenv)
+	if err != nil {
+		return err
+	}
 	if apiKey == "" {
-		return usagef("--api-key (or MEMFS_API_KEY) is required")
+		return usagef("an admin key is required (%s)", keyFlag.sources())
 	}
 	log, _ := newLogger("text", "info")
 	api, err := client.New(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log})

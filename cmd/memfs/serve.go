@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,13 +33,16 @@ type serveConfig struct {
 	changeRetention               time.Duration
 	sqliteSync                    string
 	logFormat, logLevel           string
+	// adminKeyFlag is where runServe finds adminKey (--admin-key,
+	// --admin-key-file, MEMFS_ADMIN_KEY); memfs up sets adminKey itself.
+	adminKeyFlag *keyFlag
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", envOr("127.0.0.1:8080", "MEMFS_LISTEN"), "address to listen on (env MEMFS_LISTEN); port 0 picks a free one")
 	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a postgres:// URL, or a SQLite file (env MEMFS_DB; default <data-dir>/memfs.db)")
 	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
-	fs.StringVar(&c.adminKey, "admin-key", "", "admin API key to accept (env MEMFS_ADMIN_KEY); when none is given or stored, one is generated into <data-dir>/admin.key")
+	c.adminKeyFlag = addKeyFlag(fs, "admin-key", "an admin API key to accept (when none is given or stored, one is generated into <data-dir>/admin.key)", "MEMFS_ADMIN_KEY")
 	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
 	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, "memories one store may hold")
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
@@ -67,23 +71,27 @@ func runServe(args []string) error {
 
 Runs the store service: the Memory Stores API (wire-compatible with the
 Claude Managed Agents API) on SQLite (default) or PostgreSQL (--db
-postgres://...). On first start without --admin-key it generates an admin
-key, keeps only its hash, and writes the key to <data-dir>/admin.key
-(mode 0600). SIGTERM or SIGINT finishes in-flight requests and exits 0.
+postgres://...). On first start without an admin key it generates one,
+keeps only its hash, and writes the key to <data-dir>/admin.key (mode
+0600). To choose the key yourself, give --admin-key-file FILE (mode 0600)
+or MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every
+user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
+exits 0.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
 	c.flags(fs)
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if c.adminKey == "" {
-		c.adminKey = os.Getenv("MEMFS_ADMIN_KEY")
+	if c.adminKey, err = c.adminKeyFlag.resolve(os.Getenv); err != nil {
+		return err
 	}
 	log, err := newLogger(c.logFormat, c.logLevel)
 	if err != nil {
@@ -108,6 +116,7 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 		return err
 	}
 	defer db.Close()
+	warnOpenDirs(log, c.dataDir, dsn)
 	res, err := server.EnsureAdminKey(ctx, db, c.adminKey, c.dataDir)
 	if err != nil {
 		return err
@@ -117,6 +126,9 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 		fmt.Printf("memfs serve: generated an admin key; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", res.KeyFile, res.KeyFile)
 	case res.KeyFile != "":
 		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
+	}
+	if res.MadePrivate {
+		log.WithField("file", res.KeyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
 	}
 	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot})
 	if err != nil {
@@ -175,4 +187,35 @@ func pruneChanges(ctx context.Context, db store.ChangeFeed, retention time.Durat
 		case <-t.C:
 		}
 	}
+}
+
+// warnOpenDirs logs one warning for each directory memfs serve keeps
+// files in (the data dir; the SQLite database's, when --db puts it
+// elsewhere) that group or others may read or enter. The files in them are
+// 0600 whatever the directory (sqlstore, server.EnsureAdminKey), so this
+// only warns: others can still list their names and sizes, and a
+// directory made 0755 by hand may be meant to hold more. A directory that
+// does not exist (a PostgreSQL --db with a given key) is not used.
+func warnOpenDirs(log logrus.FieldLogger, dataDir, dsn string) {
+	dirs := []string{dataDir}
+	if db := sqlitePath(dsn); db != "" && filepath.Dir(db) != filepath.Clean(dataDir) {
+		dirs = append(dirs, filepath.Dir(db))
+	}
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		log.WithField("dir", d).Warnf("the data directory is open to other users (mode %04o): the database and key files in it are 0600, "+
+			"but others can list them; make it private: chmod 700 %s", fi.Mode().Perm(), d)
+	}
+}
+
+// sqlitePath is the file of a SQLite --db value, "" for PostgreSQL.
+func sqlitePath(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return ""
+	}
+	p, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	return p
 }

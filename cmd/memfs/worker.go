@@ -24,13 +24,14 @@ func init() {
 type workerFlags struct {
 	syncFlags
 	ownerFlags
-	apiURL, memoryRoot, replayKey string
+	apiURL, memoryRoot string
+	replayKey          *keyFlag
 }
 
 func (f *workerFlags) add(fset *flag.FlagSet) {
 	fset.StringVar(&f.apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL", "ANTHROPIC_BASE_URL"), "the store service (env MEMFS_API_URL, ANTHROPIC_BASE_URL)")
 	fset.StringVar(&f.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of every mount path (env MEMFS_MEMORY_ROOT)")
-	fset.StringVar(&f.replayKey, "replay-api-key", envOr("", "MEMFS_REPLAY_API_KEY"), "an admin key used to replay journals left behind at start (env MEMFS_REPLAY_API_KEY)")
+	f.replayKey = addKeyFlag(fset, "replay-api-key", "an admin key used to replay journals left behind at start", "MEMFS_REPLAY_API_KEY")
 	f.syncFlags.add(fset)
 	f.ownerFlags.add(fset, "the owner of --memory-root: chown it to the agent's user")
 }
@@ -41,12 +42,16 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, usagef("%v", err)
 	}
+	replayKey, err := f.replayKey.resolve(os.Getenv)
+	if err != nil {
+		return worker.Config{}, err
+	}
 	owner, ownerGiven, allowOther, err := f.ownerFlags.resolve()
 	if err != nil {
 		return worker.Config{}, err
 	}
 	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval,
-		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: f.replayKey, Log: log,
+		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: replayKey, Log: log,
 		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("%v", err)
@@ -56,10 +61,10 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 
 func runWorker(args []string) error {
 	var f workerFlags
-	var envID, envKey string
+	var envID string
 	fset := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs worker --api-url URL --environment-id ID --environment-key KEY [flags]
+		fmt.Fprint(fset.Output(), `Usage: memfs worker --api-url URL --environment-id ID --environment-key-file FILE [flags]
 
 Polls the environment's work queue and runs sessions, many at once: for
 each session it mounts every attached memory store at its mount_path
@@ -69,18 +74,29 @@ removed, items stopped) and exits 0; a second signal stops waiting (the
 journals stay for replay). Give it a stop timeout of at least 35 s
 (systemd TimeoutStopSec=35, docker --stop-timeout 35).
 
+The environment key comes from --environment-key-file (a file only the
+worker's user can read) or MEMFS_ENVIRONMENT_KEY; --environment-key works
+too, but shows the key to every user of the host in ps.
+
+Example:
+  memfs worker --api-url http://127.0.0.1:8080 --environment-id env_... --environment-key-file /etc/memfs/environment.key
+
 Flags:
 `)
 		fset.PrintDefaults()
 	}
 	fset.StringVar(&envID, "environment-id", envOr("", "MEMFS_ENVIRONMENT_ID", "ANTHROPIC_ENVIRONMENT_ID"), "the environment (env MEMFS_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_ID)")
-	fset.StringVar(&envKey, "environment-key", envOr("", "MEMFS_ENVIRONMENT_KEY", "ANTHROPIC_ENVIRONMENT_KEY"), "the environment key (env MEMFS_ENVIRONMENT_KEY, ANTHROPIC_ENVIRONMENT_KEY)")
+	envKeyFlag := addKeyFlag(fset, "environment-key", "the environment key", "MEMFS_ENVIRONMENT_KEY", "ANTHROPIC_ENVIRONMENT_KEY")
 	f.add(fset)
 	if _, err := parseInterleaved(fset, args); err != nil {
 		return err
 	}
+	envKey, err := envKeyFlag.resolve(os.Getenv)
+	if err != nil {
+		return err
+	}
 	if envID == "" || envKey == "" {
-		return usagef("--environment-id and --environment-key are required")
+		return usagef("--environment-id and the environment key (%s) are required", envKeyFlag.sources())
 	}
 	log, err := newLogger(f.logFormat, f.logLevel)
 	if err != nil {
@@ -125,7 +141,7 @@ Flags:
 	fset.StringVar(&workID, "work-id", envOr("", "ANTHROPIC_WORK_ID"), "the work item id (env ANTHROPIC_WORK_ID)")
 	fset.StringVar(&envID, "environment-id", envOr("", "MEMFS_ENVIRONMENT_ID", "ANTHROPIC_ENVIRONMENT_ID"), "the environment id")
 	fset.StringVar(&sessionID, "session-id", envOr("", "ANTHROPIC_SESSION_ID"), "the session id (env ANTHROPIC_SESSION_ID)")
-	fset.StringVar(&secretFile, "work-secret-file", "", "a file holding the work item's secret (mode 0600)")
+	fset.StringVar(&secretFile, "work-secret-file", "", "a file holding the work item's secret (mode 0600, one line)")
 	fset.StringVar(&lastHB, "last-heartbeat", envOr("", "ANTHROPIC_WORK_LAST_HEARTBEAT"), "continue another process's lease from this last_heartbeat")
 	f.add(fset)
 	if _, err := parseInterleaved(fset, args); err != nil {
@@ -185,18 +201,11 @@ func readWorkItem(workJSON, workID, envID, sessionID, secretFile string) (store.
 	}
 	secret := os.Getenv("ANTHROPIC_WORK_SECRET")
 	if secretFile != "" {
-		fi, err := os.Stat(secretFile)
+		s, err := readKeyFile(secretFile)
 		if err != nil {
-			return item, err
+			return item, fmt.Errorf("--work-secret-file: %w", err)
 		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			return item, fmt.Errorf("the secret file %s can be read by other users (mode %04o); chmod 600 it", secretFile, fi.Mode().Perm())
-		}
-		b, err := os.ReadFile(secretFile)
-		if err != nil {
-			return item, err
-		}
-		secret = string(b)
+		secret = s
 	}
 	item = store.Work{ID: workID, Type: store.TypeWork, EnvironmentID: envID, Data: store.WorkData{Type: store.TypeSession, ID: sessionID}, State: store.WorkStarting}
 	if s := trimSpace(secret); s != "" {

@@ -21,12 +21,16 @@ type AdminKeyResult struct {
 	KeyFile string
 	// Generated is true when a new key was generated and written now.
 	Generated bool
+	// MadePrivate is true when KeyFile was open to group or others and
+	// was made 0600 now.
+	MadePrivate bool
 }
 
 // EnsureAdminKey makes sure the backend has an admin key. A given key is
 // registered (its hash only) if new. With no key given and none stored, a
 // random key is generated, its hash stored, and the key itself written to
-// <dataDir>/admin.key with mode 0600, durably (package durable).
+// <dataDir>/admin.key with mode 0600, durably (package durable). A key
+// file from before that group or others may read is made 0600.
 func EnsureAdminKey(ctx context.Context, b store.KeyStore, given, dataDir string) (AdminKeyResult, error) {
 	var res AdminKeyResult
 	if given != "" {
@@ -45,8 +49,16 @@ func EnsureAdminKey(ctx context.Context, b store.KeyStore, given, dataDir string
 		return res, err
 	}
 	if n > 0 {
-		if _, err := os.Stat(path); err == nil {
-			res.KeyFile = path
+		fi, err := os.Stat(path)
+		if err != nil {
+			return res, nil
+		}
+		res.KeyFile = path
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return res, fmt.Errorf("the admin key file %s is open to other users (mode %04o) and can't be made private: %w", path, fi.Mode().Perm(), err)
+			}
+			res.MadePrivate = true
 		}
 		return res, nil
 	}

@@ -11,6 +11,13 @@
 // looks keys up by their SHA-256 hash; keys are random 256-bit values, so a
 // plain hash is the right storage (no salt or slow hash is needed).
 //
+// Logging (accesslog.go, authstorm.go): one access line per request at
+// info (method, route pattern, status, duration, bytes, actor kind and id,
+// remote address, request id; never a credential, a header or a query
+// string), idle long polls at debug; a warning when one address gets
+// repeated 401s. Errors the client can't see the cause of (500, 503) are
+// logged once in errors.go with the request id.
+//
 // Lifecycle: New validates Options; Handler serves; BeginShutdown wakes
 // every change-feed long poll so that http.Server.Shutdown can finish
 // in-flight requests promptly.

@@ -31,6 +31,12 @@ type Options struct {
 	// MemoryRoot is the parent of the mount paths given to sessions
 	// (default /mnt/memory).
 	MemoryRoot string
+	// AuthFailureThreshold and AuthFailureWindow: the
+	// AuthFailureThreshold-th 401 within AuthFailureWindow from one
+	// remote address logs a warning, then at most one a window per
+	// address (default 5 within 1 minute; see authstorm.go).
+	AuthFailureThreshold int
+	AuthFailureWindow    time.Duration
 }
 
 // Validate checks the options and fills in defaults.
@@ -53,6 +59,12 @@ func (o *Options) Validate() error {
 	if o.MemoryRoot == "" {
 		o.MemoryRoot = "/mnt/memory"
 	}
+	if o.AuthFailureThreshold <= 0 {
+		o.AuthFailureThreshold = 5
+	}
+	if o.AuthFailureWindow <= 0 {
+		o.AuthFailureWindow = time.Minute
+	}
 	return nil
 }
 
@@ -63,6 +75,8 @@ type Server struct {
 	log  logrus.FieldLogger
 	mux  *http.ServeMux
 	keys keyCache
+	// storms warns about repeated 401s from one address.
+	storms *authStorms
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed by BeginShutdown
@@ -75,6 +89,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, b: opts.Backend, log: opts.Log, mux: http.NewServeMux(), shutdown: make(chan struct{})}
 	s.keys.ttl = opts.KeyCacheTTL
+	s.storms = &authStorms{threshold: opts.AuthFailureThreshold, window: opts.AuthFailureWindow,
+		maxAddrs: defaultMaxStormAddrs, log: opts.Log}
 	s.routes()
 	return s, nil
 }
@@ -90,18 +106,33 @@ func (s *Server) BeginShutdown() {
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p *principal) (int, any, error)
 
 func (s *Server) handle(pattern string, h handlerFunc) {
+	s.handleRoute(pattern, false, h)
+}
+
+// handleLongPoll registers a long poll: its access line is debug when it
+// answers with nothing new (accesslog.go).
+func (s *Server) handleLongPoll(pattern string, h handlerFunc) {
+	s.handleRoute(pattern, true, h)
+}
+
+func (s *Server) handleRoute(pattern string, longPoll bool, h handlerFunc) {
+	route := routeOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rec := accessOf(r)
+		rec.route, rec.longPoll = route, longPoll
 		p, err := s.authenticate(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		rec.p = p
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 		status, v, err := h(w, r, p)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		rec.empty = longPoll && emptyAnswer(v)
 		writeJSON(w, status, v)
 	})
 }
@@ -115,14 +146,19 @@ func requestID(r *http.Request) string {
 	return id
 }
 
-// ServeHTTP assigns the request id and dispatches.
+// ServeHTTP assigns the request id, dispatches, and writes the access
+// line once the answer is done.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	var b [12]byte
 	rand.Read(b[:]) //nolint:errcheck
 	id := "req_" + hex.EncodeToString(b[:])
 	w.Header().Set("request-id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
-	s.mux.ServeHTTP(w, r)
+	rec := &accessRecord{}
+	r = r.WithContext(withAccessRecord(context.WithValue(r.Context(), requestIDKey, id), rec))
+	aw := &answerWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(aw, r)
+	s.logAccess(r, rec, aw, time.Since(start))
 }
 
 // Handler returns the server as an http.Handler.
@@ -147,7 +183,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/memory_stores/{store_id}/memory_versions/{version_id}", s.getVersion)
 	s.handle("POST /v1/memory_stores/{store_id}/memory_versions/{version_id}/redact", s.redactVersion)
 	// The change feed (memfs extension).
-	s.handle("GET /v1/memory_stores/{store_id}/changes", s.changes)
+	s.handleLongPoll("GET /v1/memory_stores/{store_id}/changes", s.changes)
 	// Environments, sessions and the work queue.
 	s.handle("POST /v1/environments", s.createEnvironment)
 	s.handle("GET /v1/environments", s.listEnvironments)
@@ -158,7 +194,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sessions", s.listSessions)
 	s.handle("GET /v1/sessions/{session_id}", s.getSession)
 	s.handle("POST /v1/sessions/{session_id}/archive", s.archiveSession)
-	s.handle("GET /v1/environments/{env_id}/work/poll", s.pollWork)
+	s.handleLongPoll("GET /v1/environments/{env_id}/work/poll", s.pollWork)
 	s.handle("GET /v1/environments/{env_id}/work/stats", s.workStats)
 	s.handle("GET /v1/environments/{env_id}/work", s.listWork)
 	s.handle("GET /v1/environments/{env_id}/work/{work_id}", s.getWork)
@@ -168,6 +204,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/environments/{env_id}/work/{work_id}/stop", s.stopWork)
 	// Everything else: a 404 in the error envelope.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		accessOf(r).route = "/"
 		s.writeError(w, r, store.Errorf(store.ErrNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
 }

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/server"
 	"github.com/memfs/memfs/store/sqlstore"
@@ -85,7 +87,7 @@ func startServer(t *testing.T, dsn string, opts sqlstore.Options) *testServer {
 		t.Fatal(err)
 	}
 	ob := &observedBackend{Backend: db, emptyReads: make(chan struct{}, 1)}
-	srv, err := server.New(server.Options{Backend: ob})
+	srv, err := server.New(server.Options{Backend: ob, Log: warnLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +97,15 @@ func startServer(t *testing.T, dsn string, opts sqlstore.Options) *testServer {
 	// waits for it.
 	t.Cleanup(srv.BeginShutdown)
 	return &testServer{URL: hs.URL, srv: srv, ob: ob}
+}
+
+// warnLog logs to stderr from warn level up: errors and warnings show in
+// a failing test's output, the access line of every request does not
+// (accesslog_test.go tests those).
+func warnLog() *logrus.Logger {
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	return log
 }
 
 // response is one HTTP answer, read whole.

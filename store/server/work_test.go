@@ -56,7 +56,7 @@ func startWorkServer(t *testing.T, dsn string) (*testServer, *queueObserved) {
 	}
 	qo := &queueObserved{Backend: db, emptyPolls: make(chan struct{}, 1)}
 	ob := &observedBackend{Backend: qo, emptyReads: make(chan struct{}, 1)}
-	srv, err := server.New(server.Options{Backend: ob})
+	srv, err := server.New(server.Options{Backend: ob, Log: warnLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

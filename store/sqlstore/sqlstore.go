@@ -71,7 +71,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	return OpenSQLite(ctx, dsn, opts)
 }
 
-// OpenSQLite opens (creating if needed) a SQLite database file.
+// OpenSQLite opens (creating if needed) a SQLite database file. The
+// database and its -wal and -shm files are mode 0600 (see makePrivate).
 func OpenSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	return openSQLite(ctx, "sqlite", path, opts)
 }
@@ -93,6 +94,9 @@ func openSQLite(ctx context.Context, driverName, path string, opts Options) (*DB
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
+	}
+	if err := makePrivate(path, opts.Log); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")

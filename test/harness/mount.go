@@ -17,8 +17,12 @@ import (
 
 // MountOptions configure a `memfs mount` process.
 type MountOptions struct {
-	// URL and APIKey name the memfs serve process (required).
+	// URL and APIKey name the memfs serve process (required, unless
+	// APIKeyFile is given).
 	URL, APIKey string
+	// APIKeyFile, when set, is passed as --api-key-file instead of
+	// --api-key APIKey, which puts the key in the process's argv.
+	APIKeyFile string
 	// Store is the --store id ("" leaves the flag out).
 	Store string
 	// Dir is the MOUNTPOINT argument ("" leaves it out).
@@ -33,7 +37,13 @@ type MountOptions struct {
 }
 
 func (o MountOptions) args() []string {
-	args := []string{"mount", "--api-url", o.URL, "--api-key", o.APIKey, "--state-dir", o.StateDir}
+	args := []string{"mount", "--api-url", o.URL, "--state-dir", o.StateDir}
+	switch {
+	case o.APIKeyFile != "":
+		args = append(args, "--api-key-file", o.APIKeyFile)
+	case o.APIKey != "":
+		args = append(args, "--api-key", o.APIKey)
+	}
 	if o.Store != "" {
 		args = append(args, "--store", o.Store)
 	}
