@@ -127,12 +127,19 @@ func (t *Tree) warnTooLarge(n *node, size int64) {
 		Warn("a write or truncate past 102,400 bytes, the most a memory may hold, was refused: the file keeps at most its first 102,400 bytes")
 }
 
-// setSize grows (with zeros) or shrinks n's content.
+// setSize grows (with zeros) or shrinks n's content. The same size is no
+// change (POSIX: times are marked only when the size changes), and above
+// all not a local edit: a truncate(2) to the current size must not make a
+// synced file look changed here (a remote change would then be taken for
+// a conflict).
 func (t *Tree) setSize(n *node, size int64) {
 	if size < store.MaxContentBytes {
 		n.tooLarge = false
 	}
 	old := int64(len(n.content))
+	if size == old {
+		return
+	}
 	if size <= int64(cap(n.content)) {
 		n.content = n.content[:size]
 		for i := old; i < size; i++ {

@@ -126,3 +126,21 @@ func TestTreeTruncateOnFullJournal(t *testing.T) {
 		t.Fatalf("byte count after the refused truncate: %+v", s)
 	}
 }
+
+// A truncate to the size a file already has changes nothing: not its
+// content, not the journal, and it does not make the file a local change.
+func TestTreeTruncateToTheSameSize(t *testing.T) {
+	tr, j := newTestTree(t, Options{})
+	ino := treeWriteFile(t, tr, "/a.md", "same")
+	j.take()
+	size := int64(len("same"))
+	for _, journal := range []bool{true, false} {
+		if _, err := tr.SetAttr(ino, SetAttrIn{Size: &size, Journal: journal}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.CommitFile(treeFileID(t, tr, "/a.md")); err != nil {
+		t.Fatal(err)
+	}
+	wantOps(t, j) // nothing to journal: nothing changed
+}
