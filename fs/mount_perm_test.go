@@ -151,6 +151,12 @@ func TestPermModesAreHonoured(t *testing.T) {
 		t.Errorf("group member reads a 0640 file: %q", got)
 	}
 	m.asFails(t, userB, groupB, []int{sharedGroup}, "echo x >> g", "Permission denied")
+	// 0600: neither the group nor others read it.
+	m.mustSh(t, fmt.Sprintf("echo private > six; chown %d:%d six; chmod 0600 six", userA, sharedGroup))
+	m.asFails(t, userB, groupB, []int{sharedGroup}, "cat six", "Permission denied")
+	if got := m.mustAs(t, userA, groupA, nil, "cat six"); got != "private" {
+		t.Errorf("owner reads a 0600 file: %q", got)
+	}
 	// 0700 folder: only its owner lists or enters it.
 	m.mustSh(t, fmt.Sprintf("mkdir p; echo in > p/f; chown -R %d:%d p; chmod 0700 p", userA, groupA))
 	if got := m.mustAs(t, userA, groupA, nil, "ls p"); got != "f" {
