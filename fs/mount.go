@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -174,14 +174,20 @@ func (m *Mount) Unmount(ctx context.Context) error {
 }
 
 // IsMounted reports whether dir is a mount point, from /proc/self/mountinfo.
+// It compares cleaned absolute paths and resolves no symlink: the kernel
+// lists a mount at the path it was mounted on with every symlink resolved,
+// so a caller that may hold a path through a symlink resolves it first.
 func IsMounted(dir string) (bool, error) {
 	mounts, err := Mounts()
 	if err != nil {
 		return false, err
 	}
-	abs, _ := filepath.Abs(dir)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false, err
+	}
 	for _, mi := range mounts {
-		if mi.Dir == abs {
+		if filepath.Clean(mi.Dir) == abs {
 			return true, nil
 		}
 	}
@@ -206,57 +212,16 @@ func (mi MountInfo) ReadOnly() bool {
 	return false
 }
 
-// Mounts lists the mounts of this process's namespace.
+// Mounts lists the mounts of this process's namespace, parsed by
+// github.com/moby/sys/mountinfo (octal escapes decoded).
 func Mounts() ([]MountInfo, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the mount table: %w", err)
 	}
-	defer f.Close()
-	var out []MountInfo
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 6 || sep+2 >= len(fields) {
-			continue
-		}
-		out = append(out, MountInfo{Dir: unescapeMount(fields[4]), FSType: fields[sep+1], Source: unescapeMount(fields[sep+2]), Options: fields[5]})
+	out := make([]MountInfo, 0, len(infos))
+	for _, mi := range infos {
+		out = append(out, MountInfo{Dir: mi.Mountpoint, FSType: mi.FSType, Source: mi.Source, Options: mi.Options})
 	}
-	return out, sc.Err()
-}
-
-// unescapeMount decodes the octal escapes (\040 for space) of mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v byte
-			ok := true
-			for _, c := range s[i+1 : i+4] {
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + byte(c-'0')
-			}
-			if ok {
-				b.WriteByte(v)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }

@@ -75,10 +75,14 @@ func (r *rnd) remoteRound(i int) {
 			r.remoteDelete(i, p, false)
 		case 4:
 			// Changed on both sides: the store wins, the local version
-			// goes to the conflict log.
+			// goes to the conflict log. (Emptying an empty file changes
+			// nothing: then there is no local version to keep.)
 			local := r.content(200)
+			changed := len(local) > 0 || len(r.m.files[p]) > 0
 			r.create(i, "race-local-edit", p, false, local)
-			r.conflicts[r.stateDir] = append(r.conflicts[r.stateDir], rndConflict{path: p, content: local})
+			if changed {
+				r.conflicts[r.stateDir] = append(r.conflicts[r.stateDir], rndConflict{path: p, content: local})
+			}
 			r.remoteEdit(i, p)
 		case 5:
 			// Deleted here, changed there: the store's version comes back.
@@ -89,8 +93,10 @@ func (r *rnd) remoteRound(i int) {
 		case 6:
 			// Changed here, deleted there: the local file is the only
 			// copy; the next sync creates it again.
-			r.create(i, "race-local-edit", p, false, r.content(200))
-			r.remoteDelete(i, p, true)
+			local := r.content(200)
+			changed := len(local) > 0 || len(r.m.files[p]) > 0
+			r.create(i, "race-local-edit", p, false, local)
+			r.remoteDelete(i, p, changed)
 		}
 	}
 	r.waitOverlay(fmt.Sprintf("after the other writer's changes at step %d", i))

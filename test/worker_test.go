@@ -485,10 +485,33 @@ func TestWorkerSIGTERM(t *testing.T) {
 // same state dir it detaches them and removes the directories it had
 // created (logging each), the item is offered again once its lease lapses,
 // and the new item's token replays the journal: no closed edit is lost and
-// no stale mount is left.
+// no stale mount is left. With the memory root reached through a symlink
+// (--memory-root <tmp>/link/mnt, link -> real), the stores are mounted,
+// recorded and found again at their canonical paths under <tmp>/real/mnt,
+// the paths /proc/self/mountinfo lists (issue 9).
 func TestWorkerKill9(t *testing.T) {
 	t.Parallel()
-	e := newWkEnv(t)
+	t.Run("plain memory root", func(t *testing.T) {
+		t.Parallel()
+		wkKill9(t, newWkEnv(t))
+	})
+	t.Run("memory root through a symlink", func(t *testing.T) {
+		t.Parallel()
+		mtRequireFUSE(t)
+		wkKill9(t, newWkEnvAt(t, func(base string) (string, string) {
+			if err := os.Mkdir(filepath.Join(base, "real"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(base, "real"), filepath.Join(base, "link")); err != nil {
+				t.Fatal(err)
+			}
+			r := filepath.Join(base, "link", "mnt")
+			return r, r
+		}))
+	})
+}
+
+func wkKill9(t *testing.T, e *wkEnv) {
 	orig := map[string]string{"/a.md": "a1\n", "/b.md": "b1\n"}
 	st := e.newStore("Scratch", orig)
 	ref := e.newStore("Docs", map[string]string{"/d.md": "d\n"})
@@ -496,12 +519,20 @@ func TestWorkerKill9(t *testing.T) {
 	sess := e.newSession(wkRW(st), wkRO(ref))
 	e.waitRunning(w, sess)
 	dirs := []string{sess.Resources[0].MountPath, sess.Resources[1].MountPath}
+	canon := make([]string, len(dirs)) // where the kernel has them
+	for i, d := range dirs {
+		canon[i] = wkCanonical(t, d)
+		w.WaitOutput(1, 0, "memory store mounted", wkField("path", canon[i]))
+	}
 	mtMustSh(t, dirs[0], `printf 'a2\n' > a.md && echo c1 > c.md && mkdir -p n && echo n1 > n/n.md`)
 	w.Kill()
 	killed := time.Now()
-	for _, d := range dirs {
-		if !harness.IsMounted(d) {
+	for i, d := range canon {
+		if !slices.Contains(wkMountinfoDirs(t), d) {
 			t.Fatalf("%s is not in the mount table after kill -9; the test needs a stale mount", d)
+		}
+		if rec := wkMountRecord(t, e.stateDir, sess.Resources[i].MemoryStoreID); rec != d {
+			t.Errorf("the state dir records the mount at %s, want the canonical path %s", rec, d)
 		}
 	}
 	e.checkStore(st, orig) // nothing was synced before the kill
@@ -513,11 +544,12 @@ func TestWorkerKill9(t *testing.T) {
 	w2 := e.startWorker("--memory-sync-interval", "5s")
 	// Recovery runs before the worker polls, and the lease is still held
 	// for many seconds: the paths are clean before the item comes back.
-	for _, d := range dirs {
+	for _, d := range canon {
 		w2.WaitOutput(1, 0, "detached a stale mount left by a previous worker", wkField("path", d))
 		w2.WaitOutput(1, 0, "removed the mount directory a previous worker created", wkField("path", d))
 	}
 	wkCheckGone(t, dirs...)
+	wkCheckGone(t, canon...)
 	if ls := w2.Lines("claimed work item"); len(ls) > 0 {
 		t.Fatalf("the item was offered again at once, its lease still held: %s", ls[0])
 	}
@@ -533,8 +565,8 @@ func TestWorkerKill9(t *testing.T) {
 	w2.WaitOutput(1, wkStartTimeout, "replaying changes a previous run left in the journal", wkField("store", st))
 	e.waitRunning(w2, sess)
 	e.waitStore(st, map[string]string{"/a.md": "a2\n", "/b.md": "b1\n", "/c.md": "c1\n", "/n/n.md": "n1\n"}, wkSyncTimeout)
-	for _, d := range dirs {
-		if m := harness.MountsUnder(d); len(m) != 1 {
+	for _, d := range canon {
+		if m := harness.MountsUnder(d); len(m) != 1 || m[0] != d {
 			t.Errorf("mounts at %s: %v, want exactly the new one", d, m)
 		}
 	}
@@ -543,6 +575,53 @@ func TestWorkerKill9(t *testing.T) {
 	}
 	wkStopWorker(t, w2, syscall.SIGTERM)
 	wkCheckGone(t, dirs...)
+	wkCheckGone(t, canon...)
+}
+
+// wkCanonical is p with every symlink above it resolved: where the kernel
+// lists a mount at p.
+func wkCanonical(t *testing.T, p string) string {
+	t.Helper()
+	parent, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(parent, filepath.Base(p))
+}
+
+// wkMountinfoDirs lists the mount points of /proc/self/mountinfo as the
+// kernel writes them (octal escapes decoded), nothing resolved.
+func wkMountinfoDirs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, unescape.Replace(f[4]))
+		}
+	}
+	return out
+}
+
+// wkMountRecord reads the mount path the worker recorded in its state dir
+// for a store (<state dir>/mounts/<store>.json).
+func wkMountRecord(t *testing.T, stateDir, storeID string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(stateDir, "mounts", storeID+".json"))
+	if err != nil {
+		t.Fatalf("the mount record of %s: %v", storeID, err)
+	}
+	var rec struct {
+		MountPath string `json:"mount_path"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.MountPath
 }
 
 // TestWorkerLeaseLost: another process takes the item's lease (a real

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store/client"
@@ -31,10 +30,35 @@ type host struct {
 
 	mu      sync.Mutex
 	mounted map[string]string // store id -> session id; GUARDED_BY(mu)
+
+	rootMu sync.Mutex
+	root   memoryRoot // Canon set once, then fixed; GUARDED_BY(rootMu)
 }
 
+// newHost resolves the memory root if it exists already: the canonical
+// root is fixed from the worker's start. A root still to be created is
+// resolved when the first session creates it.
 func newHost(cfg Config) *host {
-	return &host{cfg: cfg, log: cfg.Log, mounted: map[string]string{}}
+	h := &host{cfg: cfg, log: cfg.Log, mounted: map[string]string{}, root: memoryRoot{Given: cfg.MemoryRoot}}
+	h.root.resolve() //nolint:errcheck // a missing root is created and resolved by the first session
+	return h
+}
+
+// memoryRoot makes sure the memory root exists and is writable (worker.md
+// step 4) and returns it, resolved. The canonical root is resolved once
+// and used from then on, even if a symlink on the way to it changes.
+func (h *host) memoryRoot() (memoryRoot, error) {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	if err := ensureMemoryRoot(h.root); err != nil {
+		return memoryRoot{}, err
+	}
+	if h.root.Canon == "" {
+		if err := h.root.resolve(); err != nil {
+			return memoryRoot{}, fmt.Errorf("the memory root %s: %w", h.root.Given, err)
+		}
+	}
+	return h.root, nil
 }
 
 // claimWait bounds how long a session waits for a previous run of the
@@ -77,6 +101,8 @@ func (h *host) release(storeID string) {
 
 // mountRecord is the JSON file <state dir>/mounts/<store id>.json written
 // (durably) once a store is mounted and removed after its teardown.
+// MountPath is the canonical path (no symlink on it): the path
+// /proc/self/mountinfo lists the mount at.
 type mountRecord struct {
 	StoreID    string `json:"store_id"`
 	SessionID  string `json:"session_id"`
@@ -125,19 +151,26 @@ func (h *host) recover(ctx context.Context, replayKey string) {
 		if r.PID == os.Getpid() {
 			continue
 		}
-		log := h.log.WithFields(logrus.Fields{"store": r.StoreID, "session": r.SessionID, "path": r.MountPath})
-		if mounted, _ := fs.IsMounted(r.MountPath); mounted {
-			if err := unix.Unmount(r.MountPath, unix.MNT_DETACH); err != nil {
+		p := filepath.Clean(r.MountPath)
+		log := h.log.WithFields(logrus.Fields{"store": r.StoreID, "session": r.SessionID, "path": p})
+		switch mi, found := mountAt(p); {
+		case !found:
+		case mi.FSType != "fuse."+fs.FSType || mi.Source != r.StoreID:
+			log.WithField("mounted", mi.FSType+" "+mi.Source).Warn("something else is mounted where a previous worker mounted the store; left alone")
+			h.removeRecord(r.StoreID)
+			continue
+		default:
+			if err := detachStale(p); err != nil {
 				log.WithError(err).Error("could not detach a stale mount left by a previous worker")
 				continue
 			}
 			log.Warn("detached a stale mount left by a previous worker")
 		}
 		if r.CreatedDir {
-			if err := os.Remove(r.MountPath); err == nil {
+			if err := removeLeftDir(p); err == nil {
 				log.Info("removed the mount directory a previous worker created")
 			} else if !errors.Is(err, os.ErrNotExist) {
-				log.WithError(err).Warn("left a mount directory a previous worker created: it is not empty")
+				log.WithError(err).Warn("left a mount directory a previous worker created")
 			}
 		}
 		h.removeRecord(r.StoreID)
@@ -151,6 +184,23 @@ func (h *host) recover(ctx context.Context, replayKey string) {
 		return
 	}
 	ReplayAll(ctx, api, h.cfg.StateDir, h.log)
+}
+
+// mountAt returns the mount on top at the canonical path p, from
+// /proc/self/mountinfo (cleaned absolute paths compared).
+func mountAt(p string) (fs.MountInfo, bool) {
+	mounts, err := fs.Mounts()
+	if err != nil {
+		return fs.MountInfo{}, false
+	}
+	var top fs.MountInfo
+	found := false
+	for _, mi := range mounts {
+		if filepath.Clean(mi.Dir) == p {
+			top, found = mi, true
+		}
+	}
+	return top, found
 }
 
 // engineOptions are the sync engine's options for one store.

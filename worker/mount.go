@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -20,6 +21,12 @@ type MountOptions struct {
 	// Mountpoint is created if missing; an existing empty directory is
 	// accepted; anything else is refused and left as found.
 	Mountpoint string
+	// MemoryRoot, when set, is the canonical memory root and Mountpoint a
+	// canonical path below it (the worker's sessions): the directory must
+	// not exist; it is created with mkdirat in its parent, reached from /
+	// without following any symlink, and checked again right before the
+	// mount, which then happens at Mountpoint.
+	MemoryRoot string
 	// FS configures the FUSE mount.
 	FS fs.MountOptions
 	// Log receives lifecycle lines (default: logrus's standard logger).
@@ -35,7 +42,8 @@ type Mounted struct {
 	log     logrus.FieldLogger
 	engine  *syncqueue.Engine
 	mount   *fs.Mount
-	created bool // this process created the mount directory
+	created bool      // this process created the mount directory
+	dir     *mountDir // the directory created below MemoryRoot, if set
 }
 
 // MountStore checks the mount point, loads the store (replaying any
@@ -56,20 +64,50 @@ func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := fs.PrepareMountpoint(opts.Mountpoint)
-	if err != nil {
+	m := &Mounted{opts: opts, log: log, engine: eng}
+	if opts.MemoryRoot != "" {
+		rel, ok := below(opts.MemoryRoot, opts.Mountpoint)
+		if !ok || filepath.Join(opts.MemoryRoot, rel) != opts.Mountpoint {
+			return nil, fmt.Errorf("the mount point %s is not a clean path below the memory root %s", opts.Mountpoint, opts.MemoryRoot)
+		}
+		t := mountTarget{Path: opts.Mountpoint, Root: opts.MemoryRoot, Rel: rel}
+		if m.dir, err = createMountDir(t, opts.Engine.StoreID); err != nil {
+			return nil, err
+		}
+		m.created = true
+	} else if m.created, err = fs.PrepareMountpoint(opts.Mountpoint); err != nil {
 		return nil, err
 	}
-	m := &Mounted{opts: opts, log: log, engine: eng, created: created}
 	if err := eng.Open(ctx); err != nil {
 		m.removeDir()
 		return nil, err
+	}
+	if m.dir != nil {
+		if err := m.dir.verify(opts.Engine.StoreID); err != nil {
+			eng.Close(ctx) //nolint:errcheck
+			m.removeDir()
+			return nil, err
+		}
 	}
 	m.mount, err = fs.MountTree(opts.Mountpoint, eng.Tree(), opts.FS)
 	if err != nil {
 		eng.Close(ctx) //nolint:errcheck
 		m.removeDir()
 		return nil, err
+	}
+	if m.dir != nil {
+		// The kernel resolved the path once more: make sure the mount
+		// landed at the canonical path and not through a symlink swapped
+		// in since verify.
+		if mounted, err := fs.IsMounted(opts.Mountpoint); !mounted {
+			m.mount.Unmount(ctx) //nolint:errcheck
+			eng.Close(ctx)       //nolint:errcheck
+			m.removeDir()
+			if err != nil {
+				return nil, fmt.Errorf("check the mount at %s: %w", opts.Mountpoint, err)
+			}
+			return nil, fmt.Errorf("the store was not mounted at %s: the path changed while mounting; the mount was detached", opts.Mountpoint)
+		}
 	}
 	eng.Start()
 	opts.Status.add(m, opts.Labels)
@@ -124,7 +162,13 @@ func (m *Mounted) removeDir() {
 	if !m.created {
 		return
 	}
-	if err := os.Remove(m.opts.Mountpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
+	var err error
+	if m.dir != nil {
+		err = m.dir.remove()
+	} else if err = os.Remove(m.opts.Mountpoint); errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
 		m.log.WithError(err).Warn(fmt.Sprintf("left the mount directory %s in place", m.opts.Mountpoint))
 	}
 }

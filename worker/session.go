@@ -205,25 +205,30 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		}
 		claimed = append(claimed, r.MemoryStoreID)
 	}
-	if err := ensureMemoryRoot(s.cfg.MemoryRoot); err != nil {
+	root, err := s.host.memoryRoot()
+	if err != nil {
 		release()
 		return nil, err
 	}
-	paths := make([]string, len(rs))
+	targets := make([]mountTarget, len(rs))
 	for i, r := range rs {
-		p, err := checkMountPath(s.cfg.MemoryRoot, r)
+		t, err := checkMountPath(root, r)
 		if err != nil {
 			release()
 			return nil, err
 		}
-		paths[i] = p
+		targets[i] = t
 	}
 	var mounts []*storeMount
 	for i, r := range rs {
-		slog := log.WithFields(logrus.Fields{"store": r.MemoryStoreID, "path": paths[i]})
+		// The store is mounted, recorded and logged at the canonical path:
+		// the one /proc/self/mountinfo lists.
+		p := targets[i].Canon()
+		slog := log.WithFields(logrus.Fields{"store": r.MemoryStoreID, "path": p})
 		m, err := MountStore(ctx, MountOptions{
 			Engine:     s.host.engineOptions(api, r.MemoryStoreID, r.Access == store.AccessReadOnly, slog),
-			Mountpoint: paths[i],
+			Mountpoint: p,
+			MemoryRoot: targets[i].Root,
 			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},
 			Log:        slog,
 			Status:     s.cfg.Status,
@@ -232,12 +237,12 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		if err != nil {
 			s.teardown(ctx, mounts, false)
 			release()
-			return nil, fmt.Errorf("mount memory store %s at %s: %w", r.MemoryStoreID, paths[i], err)
+			return nil, fmt.Errorf("mount memory store %s at %s: %w", r.MemoryStoreID, targets[i], err)
 		}
-		if err := s.host.writeRecord(mountRecord{StoreID: r.MemoryStoreID, SessionID: sess.ID, WorkID: item.ID, MountPath: paths[i], CreatedDir: m.created}); err != nil {
+		if err := s.host.writeRecord(mountRecord{StoreID: r.MemoryStoreID, SessionID: sess.ID, WorkID: item.ID, MountPath: p, CreatedDir: m.created}); err != nil {
 			slog.WithError(err).Warn("could not record the mount in the state dir")
 		}
-		mounts = append(mounts, &storeMount{storeID: r.MemoryStoreID, path: paths[i], m: m})
+		mounts = append(mounts, &storeMount{storeID: r.MemoryStoreID, path: p, m: m})
 	}
 	return mounts, nil
 }

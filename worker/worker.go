@@ -29,6 +29,9 @@ type Config struct {
 	// random suffix, stable for the process).
 	WorkerID string
 	// MemoryRoot is the parent of every mount path (default /mnt/memory).
+	// It may be reached through symlinks: it is resolved once, at start
+	// (or when the first session creates it), and stores are mounted at
+	// the canonical paths; nothing below it may be a symlink.
 	MemoryRoot string
 	// StateDir holds journals, conflict logs and mount records (required).
 	StateDir string

@@ -169,10 +169,28 @@ func MountOptionsOf(dir string) (mount, super string) {
 // /proc/self/mountinfo (stat can't tell a stale FUSE mount apart).
 func IsMounted(dir string) bool { return mountinfoLine(dir) != nil }
 
+// mountinfoPath is the path /proc/self/mountinfo lists a mount at dir
+// at: absolute, with the symlinks above dir resolved (dir itself is not
+// looked at: it may be a dead FUSE mount).
+func mountinfoPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if abs == "/" {
+		return abs, nil
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return abs, nil // a parent that doesn't exist has nothing mounted below
+	}
+	return filepath.Join(parent, filepath.Base(abs)), nil
+}
+
 // mountinfoLine returns the fields of the last /proc/self/mountinfo line
 // whose mount point is dir (the one on top), or nil.
 func mountinfoLine(dir string) []string {
-	abs, err := filepath.Abs(dir)
+	abs, err := mountinfoPath(dir)
 	if err != nil {
 		return nil
 	}

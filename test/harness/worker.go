@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -257,9 +256,10 @@ func StartWorker(t testing.TB, opts WorkerOptions) *Worker {
 }
 
 // MountsUnder lists the mount points at or under dir, from
-// /proc/self/mountinfo (stale FUSE mounts included).
+// /proc/self/mountinfo (stale FUSE mounts included), as mountinfo names
+// them: with the symlinks above dir resolved.
 func MountsUnder(dir string) []string {
-	abs, err := filepath.Abs(dir)
+	abs, err := mountinfoPath(dir)
 	if err != nil {
 		return nil
 	}
