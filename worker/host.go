@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store/client"
