@@ -114,6 +114,7 @@ func (s *Serve) start() {
 	}
 	args = append(args, s.Opts.Args...)
 	cmd := exec.Command(Binary(s.t), args...)
+	cmd.SysProcAttr = childAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -207,4 +208,12 @@ func (s *Serve) Wait(ctx context.Context) (int, error) {
 	case <-ctx.Done():
 		return -1, ctx.Err()
 	}
+}
+
+// childAttr makes a child process end with the test binary: a test run
+// killed by a timeout or by hand otherwise leaves servers and workers
+// behind, holding ports and mounts. SIGTERM, not SIGKILL, so a worker
+// still unmounts cleanly.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }

@@ -52,9 +52,8 @@ func StartProc(t testing.TB, opts ProcOptions, args ...string) *Proc {
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
-	if opts.NewGroup {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	}
+	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr.Setpgid = opts.NewGroup
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
