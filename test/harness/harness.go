@@ -55,6 +55,17 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+// Main runs a package's tests and then removes the binary Binary built,
+// so test runs do not pile copies of memfs up in the temporary directory.
+// Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath)) //nolint:errcheck
+	}
+	os.Exit(code)
+}
+
 // ServeOptions configure a memfs serve process.
 type ServeOptions struct {
 	// DB is the --db value ("" = SQLite in DataDir).
