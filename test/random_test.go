@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -154,25 +152,6 @@ var rndNames = []string{"a", "b", "c", "d", "A", "n.md", "N.md", "x_1", "y-2", "
 // shortcuts in the sync engine.
 var rndPalette = []string{"", "", "hello\n", "same content in many files\n"}
 
-// rndLogBuffer collects the engine's log lines; they are printed only when
-// the sequence fails.
-type rndLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *rndLogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *rndLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // rnd is one running sequence.
 type rnd struct {
 	t       *testing.T
@@ -184,7 +163,7 @@ type rnd struct {
 	tr      *http.Transport     // the clients': idle connections are closed at the end
 	proxy   *harness.FaultProxy // between the engine and memfs serve
 	storeID string
-	logs    *rndLogBuffer
+	logs    *harness.LockedBuffer
 	log     logrus.FieldLogger
 
 	base     string       // temp dir holding mount points
@@ -295,7 +274,7 @@ func newRnd(t *testing.T, srv *harness.Serve, seed uint64) *rnd {
 	if err != nil {
 		t.Fatalf("create store: %v", err)
 	}
-	logs := &rndLogBuffer{}
+	logs := &harness.LockedBuffer{}
 	lg := logrus.New()
 	lg.SetOutput(logs)
 	lg.SetLevel(logrus.InfoLevel)

@@ -567,24 +567,7 @@ type bareServe struct {
 	url  string
 	cmd  *exec.Cmd
 	done chan struct{}
-	out  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out  *harness.LockedBuffer
 }
 
 // startBare runs memfs serve on dir with no admin key (nor any MEMFS_
@@ -597,7 +580,7 @@ func startBare(t *testing.T, dir string, args ...string) *bareServe {
 			cmd.Env = append(cmd.Env, e)
 		}
 	}
-	b := &bareServe{cmd: cmd, done: make(chan struct{}), out: &lockedBuffer{}}
+	b := &bareServe{cmd: cmd, done: make(chan struct{}), out: &harness.LockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = b.out, b.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

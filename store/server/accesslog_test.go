@@ -15,11 +15,12 @@ import (
 	"github.com/memfs/memfs/store/server"
 	"github.com/memfs/memfs/store/sqlstore"
 	"github.com/memfs/memfs/store/sqlstore/sqltest"
+	"github.com/memfs/memfs/test/harness"
 )
 
 // jsonEntries parses every line logged as a JSON log entry, failing the
 // test on a line that is not one.
-func jsonEntries(t *testing.T, logs *syncBuffer) []map[string]any {
+func jsonEntries(t *testing.T, logs *harness.LockedBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -37,7 +38,7 @@ func jsonEntries(t *testing.T, logs *syncBuffer) []map[string]any {
 
 // startLoggedServer is startServer (SQLite) logging JSON at debug level
 // into a buffer, as memfs serve --log-format json --log-level debug does.
-func startLoggedServer(t *testing.T, opts server.Options) (*testServer, *syncBuffer) {
+func startLoggedServer(t *testing.T, opts server.Options) (*testServer, *harness.LockedBuffer) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlstore.Open(ctx, sqltest.SQLite(t), sqlstore.Options{})
@@ -48,7 +49,7 @@ func startLoggedServer(t *testing.T, opts server.Options) (*testServer, *syncBuf
 	if _, err := server.EnsureAdminKey(ctx, db, testKey, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	buf := &syncBuffer{}
+	buf := &harness.LockedBuffer{}
 	log := logrus.New()
 	log.SetOutput(buf)
 	log.SetFormatter(&logrus.JSONFormatter{})
@@ -65,7 +66,7 @@ func startLoggedServer(t *testing.T, opts server.Options) (*testServer, *syncBuf
 }
 
 // accessLine returns the access line of the request with this id.
-func accessLine(t *testing.T, buf *syncBuffer, requestID string) map[string]any {
+func accessLine(t *testing.T, buf *harness.LockedBuffer, requestID string) map[string]any {
 	t.Helper()
 	var found []map[string]any
 	for _, e := range jsonEntries(t, buf) {

@@ -1,14 +1,12 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/memfs/memfs/store/server"
 	"github.com/memfs/memfs/store/sqlstore"
 	"github.com/memfs/memfs/store/sqlstore/sqltest"
+	"github.com/memfs/memfs/test/harness"
 )
 
 // errDatabaseAway is what sqlstore answers when its database went away:
@@ -40,24 +39,6 @@ func (b *findWorkAway) FindWork(ctx context.Context, workID string) (*store.Work
 		return nil, errDatabaseAway
 	}
 	return b.Backend.FindWork(ctx, workID)
-}
-
-// syncBuffer is a log destination safe to read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer // GUARDED_BY(mu)
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // wantUnavailable checks a 503 overloaded_error that tells the client to
@@ -94,7 +75,7 @@ func TestSessionTokenCheckDuringOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &findWorkAway{Backend: db}
-	logs := &syncBuffer{}
+	logs := &harness.LockedBuffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
 	srv, err := server.New(server.Options{Backend: b, Log: log})
