@@ -69,24 +69,40 @@ func (t *Tree) applyOne(c Change) error {
 		return ErrNotPermit
 	}
 	segs := strings.Split(strings.TrimPrefix(c.Path, "/"), "/")
+	// Every name is checked before the tree changes, so a change that
+	// fails leaves the tree as it was.
+	parent := "/"
+	for i, s := range segs {
+		p, err := checkName(parent, s, i < len(segs)-1)
+		if err != nil {
+			return err
+		}
+		parent = p
+	}
 	now := t.opts.Now()
 	dir := t.root
 	for _, s := range segs[:len(segs)-1] {
 		ch, ok := dir.children[s]
-		if !ok {
-			if _, err := checkName(dir.path(), s, true); err != nil {
-				return err
-			}
+		switch {
+		case !ok:
 			ch = t.newNode(dir, s, true, t.opts.Owner.dirMode(), now)
-		} else if !ch.dir {
+		case ch.dir:
+		case ch == cur:
+			// The file moves below its own old path (/d -> /d/a, as a
+			// journal replayed over the store's listing has it): it
+			// leaves that path first and a directory takes its name.
+			// Nothing can be below a file, so the rest of the path is
+			// new and the change can't fail from here on.
+			t.invalidate(cur.path(), false)
+			delete(dir.children, s)
+			cur.parent = nil
+			ch = t.newNode(dir, s, true, t.opts.Owner.dirMode(), now)
+		default:
 			return ErrNotDir
 		}
 		dir = ch
 	}
 	name := segs[len(segs)-1]
-	if _, err := checkName(dir.path(), name, false); err != nil {
-		return err
-	}
 	if old, ok := dir.children[name]; ok && old != cur {
 		switch {
 		case !old.dir:
@@ -117,9 +133,11 @@ func (t *Tree) applyOne(c Change) error {
 		t.files++
 		t.invalidate(c.Path, false)
 	} else if cur.parent != dir || cur.name != name {
-		t.invalidate(cur.path(), false)
-		from := cur.parent
-		delete(cur.parent.children, cur.name)
+		from := cur.parent // nil when it already left (above)
+		if from != nil {
+			t.invalidate(cur.path(), false)
+			delete(from.children, cur.name)
+		}
 		cur.parent, cur.name = dir, name
 		dir.children[name] = cur
 		t.invalidate(c.Path, false)

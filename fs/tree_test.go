@@ -367,6 +367,34 @@ func TestTreeApplySkipsBadChanges(t *testing.T) {
 	wantTree(t, tr, map[string]string{"/a.md": "one", "/ok.md": "ok"})
 }
 
+// A file moved below its own old path (/d -> /d/a, as a journal replayed
+// over a listing that still has /d shows it) leaves /d for a directory
+// and keeps its inode; a change that can't be applied changes nothing.
+func TestTreeApplyMoveBelowItself(t *testing.T) {
+	tr, _ := newTestTree(t, Options{})
+	tr.Load([]File{
+		{FileID: "m1", Path: "/d", Content: []byte("one")},
+		{FileID: "m2", Path: "/e", Content: []byte("two")},
+	})
+	ino := inoOf(t, tr, "/d")
+	if err := tr.Apply([]Change{{FileID: "m1", Path: "/d/x/a", Content: []byte("one v2")}}); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	wantTree(t, tr, map[string]string{"/d/": "", "/d/x/": "", "/d/x/a": "one v2", "/e": "two"})
+	if got := inoOf(t, tr, "/d/x/a"); got != ino {
+		t.Errorf("the moved file got inode %d, want %d (kept)", got, ino)
+	}
+	long := "/e/" + strings.Repeat("n", MaxNameBytes+1)
+	err := tr.Apply([]Change{
+		{FileID: "m2", Path: long, Content: []byte("two v2")},
+		{FileID: "m3", Path: "/new/" + strings.Repeat("n", MaxNameBytes+1), Content: []byte("three")},
+	})
+	if err == nil {
+		t.Fatal("apply of over-long names: no error")
+	}
+	wantTree(t, tr, map[string]string{"/d/": "", "/d/x/": "", "/d/x/a": "one v2", "/e": "two"})
+}
+
 func TestTreeLoad(t *testing.T) {
 	l, hook := logtest.NewNullLogger()
 	tr, j := newTestTree(t, Options{Log: l})
