@@ -757,6 +757,7 @@ func TestUp(t *testing.T) {
 	mtMustSh(t, up.dir, `echo "- Likes examples." >> preferences/style.md`)
 	style += "- Likes examples.\n"
 	up.waitContent(t, "/preferences/style.md", style) // on the 5 s interval
+	upCheckStatusLine(t, up)
 	// This one only the final sync at Ctrl-C can upload.
 	mtMustSh(t, up.dir, `echo "Next: ship it." >> projects/acme/notes.md`)
 	up.proc.Signal(syscall.SIGINT)
@@ -779,5 +780,25 @@ func TestUp(t *testing.T) {
 		if got[path] != want {
 			t.Errorf("%s in the store after memfs up exited: %q, want %q", path, got[path], want)
 		}
+	}
+}
+
+// upCheckStatusLine runs the memfs status command memfs up's banner
+// suggests, as a person would paste it, and checks that it lists the demo
+// mount as one of its own (not as another process's).
+func upCheckStatusLine(t *testing.T, up *upInstance) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s+(\S+) status --state-dir (\S+)$`).FindStringSubmatch(up.proc.Output())
+	if m == nil {
+		t.Fatalf("the banner suggests no memfs status command:\n%s", up.proc.Output())
+	}
+	out, err := exec.Command(m[1], "status", "--state-dir", m[2]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s status --state-dir %s: %v\n%s", m[1], m[2], err, out)
+	}
+	own, _, _ := strings.Cut(string(out), "OTHER MEMFS MOUNTS")
+	own, _, _ = strings.Cut(own, "DEAD MOUNTS")
+	if !strings.Contains(own, up.dir) || !strings.Contains(own, up.storeID) {
+		t.Errorf("the banner's status command does not list %s (%s) as its mount:\n%s", up.dir, up.storeID, out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -148,6 +149,7 @@ Flags:
 		waitWorker(w, workerDone, aborted) //nolint:errcheck // err says why
 		return err
 	}
+	self := selfCommand()
 	fmt.Printf(`memfs is up.
 
   store service  %s   (admin key: %s)
@@ -157,10 +159,12 @@ Try, in another terminal:
   ls -R %s
   cat %s/README.md
   echo "- Likes examples." >> %s/preferences/style.md
-  MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) memfs memories ls %s
+  MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s memories ls %s
+  %s status --state-dir %s
 
 Ctrl-C uploads what is pending, unmounts and exits.
-`, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID, mountPath, mountPath, mountPath, mountPath, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID)
+`, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID, mountPath, mountPath, mountPath, mountPath,
+		apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, st.StoreID, self, stateDir)
 	select {
 	case <-ctx.Done():
 	case err := <-workerDone:
@@ -273,4 +277,22 @@ func waitMounted(ctx context.Context, path string, workerDone <-chan error) erro
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// selfCommand is how to run this binary from another terminal: "memfs"
+// when that is what PATH finds, else its absolute path (make up runs
+// bin/memfs, which is not on PATH).
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "memfs"
+	}
+	if p, err := exec.LookPath("memfs"); err == nil {
+		if a, err1 := os.Stat(p); err1 == nil {
+			if b, err2 := os.Stat(exe); err2 == nil && os.SameFile(a, b) {
+				return "memfs"
+			}
+		}
+	}
+	return exe
 }
