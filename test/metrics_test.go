@@ -342,3 +342,97 @@ func TestMetricsListenBadAddress(t *testing.T) {
 		}
 	})
 }
+
+// hasStore reports whether any series of the scrape is labelled storeID.
+func (s scraped) hasStore(storeID string) bool {
+	for _, mf := range s {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "store_id" && lp.GetValue() == storeID {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestMetricsWorker: memfs worker's /metrics counts the work item it
+// claimed, shows each mounted store of the session while it runs, and
+// once the archived session ended cleanly counts that ending and drops
+// the stores' series.
+func TestMetricsWorker(t *testing.T) {
+	t.Parallel()
+	e := newWkEnv(t)
+	rw := e.newStore("Metered", map[string]string{"/a.md": "a\n"})
+	ro := e.newStore("Docs", map[string]string{"/d.md": "d\n"})
+	w := e.startWorker("--memory-sync-interval", "60s", "--metrics-listen", "127.0.0.1:0")
+	sess := e.newSession(wkRW(rw), wkRO(ro))
+	e.waitRunning(w, sess)
+	url := metricsURL(t, w.Output())
+	mtMustSh(t, sess.Resources[0].MountPath, `cat a.md >/dev/null && echo b > b.md`)
+	mtMustSh(t, sess.Resources[1].MountPath, `cat d.md >/dev/null`)
+
+	s := scrape(t, url)
+	ending := func(e string) map[string]string { return map[string]string{"ending": e} }
+	for name, want := range map[string]float64{"memfs_worker_work_items_claimed_total": 1, "memfs_worker_heartbeat_failures_total": 0} {
+		if got := s.value(name, nil); got != want || s[name] == nil {
+			t.Errorf("%s = %v (present: %v), want %v", name, got, s[name] != nil, want)
+		}
+	}
+	if got := s.value("memfs_worker_work_items_ended_total", ending("clean")); got != 0 || s.series("memfs_worker_work_items_ended_total", ending("clean")) == nil {
+		t.Errorf("ended{clean} = %v before the session ended, want a 0 series", got)
+	}
+	for id, want := range map[string]float64{rw: 1, ro: 0} {
+		l := map[string]string{"store_id": id}
+		if s.series("memfs_sync_pending_uploads", l) == nil {
+			t.Fatalf("no pending gauge for mounted store %s", id)
+		}
+		if got := s.value("memfs_sync_pending_uploads", l); got != want {
+			t.Errorf("pending uploads of %s = %v, want %v", id, got, want)
+		}
+		if got := s.value("memfs_fuse_operation_duration_seconds", map[string]string{"store_id": id, "op": "read"}); got == 0 {
+			t.Errorf("no read counted on %s", id)
+		}
+	}
+	if got := s.value("memfs_fuse_operation_duration_seconds", map[string]string{"store_id": rw, "op": "create"}); got != 1 {
+		t.Errorf("creates on %s = %v, want 1", rw, got)
+	}
+
+	if _, err := e.admin.ArchiveSession(context.Background(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.WaitOutput(1, wkBeatTimeout, "session ending", "ending=clean", sess.ID)
+	e.waitWorkState(sess.ID, store.WorkStopped, wkExitTimeout)
+	mtPoll(t, "the ended session in the worker's metrics", func() (bool, string) {
+		s = scrape(t, url)
+		clean := s.value("memfs_worker_work_items_ended_total", ending("clean"))
+		return clean == 1 && !s.hasStore(rw) && !s.hasStore(ro), fmt.Sprintf("ended{clean} %v; series of %s: %v, of %s: %v", clean, rw, s.hasStore(rw), ro, s.hasStore(ro))
+	})
+	wkStopWorker(t, w, syscall.SIGTERM)
+}
+
+// TestMetricsUp: memfs up serves the store service's metrics and the
+// worker's on one endpoint.
+func TestMetricsUp(t *testing.T) {
+	t.Parallel()
+	mtRequireFUSE(t)
+	up := startUp(t, "--metrics-listen", "127.0.0.1:0")
+	url := metricsURL(t, up.proc.Output())
+	mtMustSh(t, up.dir, `cat README.md >/dev/null`)
+	s := scrape(t, url)
+	poll := map[string]string{"method": "GET", "route": "/v1/environments/{env_id}/work/poll", "code": "200"}
+	if got := s.value("memfs_http_requests_total", poll); got < 1 {
+		t.Errorf("memfs_http_requests_total%v = %v, want the worker's polls counted", poll, got)
+	}
+	if got := s.value("memfs_worker_work_items_claimed_total", nil); got != 1 {
+		t.Errorf("claimed = %v, want 1 (the demo session)", got)
+	}
+	if got := s.value("memfs_fuse_operation_duration_seconds", map[string]string{"store_id": up.storeID, "op": "read"}); got == 0 {
+		t.Errorf("no read of the demo store counted")
+	}
+	up.proc.Signal(syscall.SIGINT)
+	if code := up.proc.Wait(wkExitTimeout); code != 0 {
+		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, up.proc.Output())
+	}
+}
