@@ -6,7 +6,7 @@ import (
 )
 
 // Metrics is told what a worker does and observes every store it mounts.
-// Package worker/metrics implements it with Prometheus (this package
+// It is implemented with Prometheus in worker/metrics (this package
 // imports no metrics library); nil observes nothing.
 type Metrics interface {
 	MountMetrics

@@ -162,7 +162,10 @@ const JournalCloseTimeout = 10 * time.Second
 func (m *Mounted) Close(ctx context.Context, clean bool) error {
 	defer m.opts.Status.remove(m)
 	if m.metrics != nil {
-		defer m.metrics.Done()
+		// Dropped first: a scrape must not read the engine's status while
+		// it closes; the final pass's counts would go with the store's
+		// series a moment later anyway.
+		m.metrics.Done()
 	}
 	m.engine.Finish(ctx, clean)
 	uctx, cancel := context.WithTimeout(ctx, UnmountTimeout)
