@@ -34,8 +34,9 @@ type StoreMetrics interface {
 	// changes, journal bytes, the last sync) are read from status when
 	// metrics are scraped.
 	Watch(status func() syncqueue.Status)
-	// Done is called once the mount is gone, or failed: the store's
-	// figures are dropped (a process mounts a store once at a time).
+	// Done is called when the mount begins to close, or failed to
+	// mount: the store's figures are dropped (a process mounts a store
+	// once at a time).
 	Done()
 }
 
