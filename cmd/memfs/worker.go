@@ -45,9 +45,13 @@ func (f *workerFlags) metrics(cmd string, cfg *worker.Config) (*metricsEndpoint,
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Metrics, err = me.workerMetrics(); err != nil {
+	wm, err := me.workerMetrics()
+	if err != nil {
 		me.Close() //nolint:errcheck
 		return nil, err
+	}
+	if wm != nil {
+		cfg.Metrics = wm
 	}
 	return me, nil
 }
