@@ -71,6 +71,9 @@ type EngineOptions struct {
 	// Owner owns the files loaded from the store and the mount's root,
 	// with their modes (fs.Ownership; zero: root, 0644/0755).
 	Owner fs.Ownership
+	// Observer is told of passes, remote changes and conflicts, for
+	// metrics (observe.go; default: nothing is told).
+	Observer Observer
 	// Log receives the engine's log lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
 	// Now is the clock (default time.Now): the delete delay, the tree's
@@ -117,6 +120,9 @@ func (o *EngineOptions) Validate() error {
 	}
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -68,7 +68,7 @@ func defaultStateDir() string {
 func runMount(args []string) error {
 	var sf syncFlags
 	var of ownerFlags
-	var apiURL, storeID string
+	var apiURL, storeID, metricsListen string
 	var readOnly, debug bool
 	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fset.Usage = func() {
@@ -108,6 +108,7 @@ Flags:
 	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
 	sf.add(fset)
 	of.add(fset, "you")
+	addMetricsFlag(fset, &metricsListen)
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return err
@@ -147,6 +148,15 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	me, err := listenMetrics("mount", metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
+	mm, err := me.workerMetrics()
+	if err != nil {
+		return err
+	}
 	// The first SIGINT/SIGTERM ends ctx: the clean stop below. The second
 	// ends closeCtx, which Close gets: the final sync stops waiting, the
 	// mount is still detached and the journal closed.
@@ -166,6 +176,7 @@ Flags:
 		FS:         fs.MountOptions{AllowOther: allowOther, Debug: debug},
 		Log:        log,
 		Status:     status,
+		Metrics:    mm,
 	})
 	if err != nil {
 		return err

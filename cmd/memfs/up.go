@@ -42,7 +42,7 @@ var demoMemories = map[string]string{
 }
 
 func runUp(args []string) error {
-	var listen, dataDir, memoryRoot, logLevel string
+	var listen, dataDir, memoryRoot, logLevel, metricsListen string
 	var interval time.Duration
 	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
@@ -71,6 +71,7 @@ Flags:
 	fset.DurationVar(&interval, "memory-sync-interval", 15*time.Second, "sync interval (at least 5s)")
 	fset.StringVar(&logLevel, "log-level", "warn", "log level")
 	of.add(fset, "you")
+	addMetricsFlag(fset, &metricsListen)
 	if _, err := parseInterleaved(fset, args); err != nil {
 		return err
 	}
@@ -90,6 +91,16 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	// One endpoint for the store service's and the worker's metrics.
+	me, err := listenMetrics("up", metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
+	wm, err := me.workerMetrics()
+	if err != nil {
+		return err
+	}
 	adminKey, err := upAdminKey(dataDir)
 	if err != nil {
 		return err
@@ -106,7 +117,8 @@ Flags:
 	served := make(chan error, 1)
 	go func() {
 		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot,
-			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL"}, log, func(a string) { ready <- a })
+			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL", metrics: me.registerer()},
+			log, func(a string) { ready <- a })
 	}()
 	var addr string
 	select {
@@ -137,7 +149,7 @@ Flags:
 	defer status.Close() //nolint:errcheck
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
-		Owner: owner, AllowOther: allowOther})
+		Owner: owner, AllowOther: allowOther, Metrics: wm})
 	if err != nil {
 		return err
 	}
