@@ -90,6 +90,12 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	// The port first: a taken one must not leave an admin key behind.
+	ln, err := listenFirst(listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	adminKey, err := upAdminKey(dataDir)
 	if err != nil {
 		return err
@@ -105,7 +111,7 @@ Flags:
 	ready := make(chan string, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot,
+		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot, ln: ln,
 			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL"}, log, func(a string) { ready <- a })
 	}()
 	var addr string
