@@ -41,6 +41,7 @@ type Mount struct {
 	Tree   *Tree
 	server *fuse.Server
 	notify *notifier
+	gone   goneWatch // gone.go
 }
 
 // CheckFUSE reports, with a fix, why this process can't mount: /dev/fuse
@@ -155,7 +156,8 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	return &Mount{Dir: abs, Tree: t, server: server, notify: n}, nil
 }
 
-// Wait blocks until the mount is gone (unmounted by us or by someone else).
+// Wait blocks until the FUSE connection ends (unmounted by us or by
+// someone else; see Gone for a busy mount detached lazily).
 func (m *Mount) Wait() { m.server.Wait() }
 
 // Unmount detaches the mount: it retries EBUSY with backoff until ctx

@@ -14,4 +14,5 @@
 //	conflicts.go  the conflict log
 //	outage.go     one "unreachable" line per outage, one "recovered" line
 //	observe.go    the Observer metrics hang on (passes, remote changes, conflicts)
+//	left.go       what an engine's end left in the journal (the exit statuses)
 package syncqueue

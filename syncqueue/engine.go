@@ -170,6 +170,7 @@ type Engine struct {
 	remoteBlocked bool // GUARDED_BY(syncMu)
 	replayed      int  // pending changes found in the journal at Open
 	loaded        int  // memories loaded at Open
+	left          Left // what Close found undone (left.go)
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -414,12 +415,16 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 	return res
 }
 
-// Close releases the journal (after Finish and the unmount).
+// Close releases the journal (after Finish and the unmount), first
+// noting what is left in it (Left).
 func (e *Engine) Close(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
 	e.wg.Wait()
+	if e.journal != nil {
+		e.left = e.leftNow()
+	}
 	return e.closeJournal(ctx)
 }
 

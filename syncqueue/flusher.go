@@ -146,6 +146,9 @@ const (
 	ReasonRefused     = "refused by the store (retried once the file changes)"
 	ReasonCredential  = "the store refused the credential"
 	ReasonConflict    = "changed in the store too: being resolved"
+	// ReasonCutShort: the request was cancelled, not failed: a second
+	// signal cut the final sync short (the store may be fine).
+	ReasonCutShort = "the final sync was cut short"
 )
 
 // plan turns pending entries into requests. An entry that deletes memory
@@ -443,6 +446,8 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) verdict {
 			l.WithError(err).Warn("the store refused the credential for this change (token expired or store archived?); it stays journaled and is retried")
 		}
 		w.reason = ReasonCredential
+	case errors.Is(err, context.Canceled):
+		w.reason = ReasonCutShort
 	default:
 		w.reason = ReasonUnreachable
 	}

@@ -111,7 +111,8 @@ func (e *mtEnv) waitMountFiles(dir string, want map[string]string) {
 
 // Case 6: content that is not UTF-8 moves, replaces and truncates like any
 // other; only its upload waits (status says why), and nothing is lost or
-// misplaced across a remount.
+// misplaced across a remount. A stop with such content pending exits
+// sgExitLeft: it stays in the journal.
 func TestFaultNotUTF8(t *testing.T) {
 	e := newMtEnv(t, map[string]string{"/keep.md": "kept\n"})
 	m := e.mount()
@@ -131,7 +132,7 @@ func TestFaultNotUTF8(t *testing.T) {
 	if !ok || !maps.Equal(reasons, want) {
 		t.Fatalf("memfs status: pending %v (mount found: %v), want %v", reasons, ok, want)
 	}
-	mtStopWith(t, m, unix.SIGTERM)
+	mtStopExit(t, m, unix.SIGTERM, sgExitLeft)
 	m = e.mount()
 	if got := mtMountFiles(t, m.Dir); !maps.Equal(got, local) {
 		t.Fatalf("mount after a SIGTERM and a remount (the journal keeps what can't go up):\n%s", mtDiff(got, local))
@@ -141,7 +142,10 @@ func TestFaultNotUTF8(t *testing.T) {
 	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 1, "failed": 0})
 	stored["/moved"] = "valid\n"
 	e.waitStore(stored)
-	mtStop(t, m)
+	mtStopExit(t, m, unix.SIGINT, sgExitLeft) // /dst, /e/x and /t are still not UTF-8
+	if l := m.Lines("memfs mount:", "left in the journal", e.storeID+": 3 changes (3 "+syncqueue.ReasonNotUTF8+")"); len(l) != 1 {
+		t.Errorf("the exit message does not say what is left and why:\n%s", m.Output())
+	}
 }
 
 // Case 4, on a mount: a new file refused at the store's memory cap waits

@@ -301,9 +301,16 @@ func mtStop(t *testing.T, m *harness.Mount) {
 // mtStopWith is mtStop with another signal (SIGTERM).
 func mtStopWith(t *testing.T, m *harness.Mount, sig syscall.Signal) {
 	t.Helper()
+	mtStopExit(t, m, sig, 0)
+}
+
+// mtStopExit is mtStopWith expecting exit status code (sgExitLeft when
+// changes stay in the journal).
+func mtStopExit(t *testing.T, m *harness.Mount, sig syscall.Signal, code int) {
+	t.Helper()
 	m.Signal(sig)
-	if code := m.Wait(mtExitTimeout); code != 0 {
-		t.Fatalf("memfs mount exited %d after %v, want 0:\n%s", code, sig, m.Output())
+	if got := m.Wait(mtExitTimeout); got != code {
+		t.Fatalf("memfs mount exited %d after %v, want %d:\n%s", got, sig, code, m.Output())
 	}
 	if harness.IsMounted(m.Dir) {
 		t.Fatalf("%s is still in /proc/self/mountinfo after memfs mount exited", m.Dir)

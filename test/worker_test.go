@@ -340,9 +340,15 @@ func wkCheckGone(t *testing.T, paths ...string) {
 // mounted under its memory root.
 func wkStopWorker(t *testing.T, w *harness.Worker, sig syscall.Signal) {
 	t.Helper()
+	wkStopWorkerExit(t, w, sig, 0)
+}
+
+// wkStopWorkerExit is wkStopWorker expecting exit status code.
+func wkStopWorkerExit(t *testing.T, w *harness.Worker, sig syscall.Signal, code int) {
+	t.Helper()
 	w.Signal(sig)
-	if code := w.Wait(wkExitTimeout); code != 0 {
-		t.Fatalf("memfs worker exited %d after %v, want 0:\n%s", code, sig, w.Output())
+	if got := w.Wait(wkExitTimeout); got != code {
+		t.Fatalf("memfs worker exited %d after %v, want %d:\n%s", got, sig, code, w.Output())
 	}
 	if m := harness.MountsUnder(w.Opts.MemoryRoot); len(m) > 0 {
 		t.Fatalf("still mounted after the worker exited: %v", m)
@@ -446,8 +452,9 @@ func TestWorkerSessionArchived(t *testing.T) {
 }
 
 // TestWorkerSIGTERM: SIGTERM uploads the writes of every running session
-// (writes only: a pending delete is dropped), unmounts, removes the
-// directories, stops the items and exits 0.
+// (writes only: a pending delete is not sent), unmounts, removes the
+// directories, stops the items and exits sgExitLeft, since the delete is
+// left in the journal, naming the store and the delete.
 func TestWorkerSIGTERM(t *testing.T) {
 	t.Parallel()
 	e := newWkEnv(t)
@@ -462,7 +469,10 @@ func TestWorkerSIGTERM(t *testing.T) {
 	mtMustSh(t, s1.Resources[0].MountPath, `printf 'a2\n' > a.md && echo new > n.md && rm gone.md`)
 	mtMustSh(t, s2.Resources[0].MountPath, `printf 'b2\n' >> b.md`)
 
-	wkStopWorker(t, w, syscall.SIGTERM)
+	wkStopWorkerExit(t, w, syscall.SIGTERM, sgExitLeft)
+	if l := w.Lines("memfs worker:", "left in the journal", a+": 1 change (1 delete not sent)"); len(l) != 1 {
+		t.Errorf("the exit message does not name the delete left in %s's journal:\n%s", a, w.Output())
+	}
 	if n := len(w.Lines("session ending", "ending=shutdown")); n != 2 {
 		t.Errorf("%d sessions ended as a shutdown, want 2:\n%s", n, w.Output())
 	}
@@ -627,7 +637,8 @@ func wkMountRecord(t *testing.T, stateDir, storeID string) string {
 // TestWorkerLeaseLost: another process takes the item's lease (a real
 // heartbeat with the environment key); the worker's next heartbeat
 // answers 412, and the session tears down with writes only (a pending
-// delete is dropped) and leaves the work item alone: it is not stopped.
+// delete is not sent) and leaves the work item alone: it is not stopped.
+// The delete stays in the journal, so the worker's stop exits sgExitLeft.
 func TestWorkerLeaseLost(t *testing.T) {
 	t.Parallel()
 	e := newWkEnv(t)
@@ -648,7 +659,10 @@ func TestWorkerLeaseLost(t *testing.T) {
 	wkCheckGone(t, dir)
 	// The worker waits for its sessions before it exits: whatever it did
 	// to the item is done by then.
-	wkStopWorker(t, w, syscall.SIGTERM)
+	wkStopWorkerExit(t, w, syscall.SIGTERM, sgExitLeft)
+	if l := w.Lines("memfs worker:", "left in the journal", st+": 1 change (1 delete not sent)"); len(l) != 1 {
+		t.Errorf("the exit message does not name the delete left in %s's journal:\n%s", st, w.Output())
+	}
 	e.checkStore(st, map[string]string{"/keep.md": "keep\n", "/edit.md": "v2\n", "/new.md": "hi\n", "/gone.md": "bye\n"})
 	got := e.work(item.ID)
 	if got.State == store.WorkStopped || got.StoppedAt != nil || got.StopRequestedAt != nil {

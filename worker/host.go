@@ -34,6 +34,8 @@ type host struct {
 
 	rootMu sync.Mutex
 	root   memoryRoot // Canon set once, then fixed; GUARDED_BY(rootMu)
+
+	left leftovers // what the ends of this process's engines left (left.go)
 }
 
 // newHost resolves the memory root if it exists already: the canonical
@@ -184,7 +186,9 @@ func (h *host) recover(ctx context.Context, replayKey string) {
 		h.log.WithError(err).Error("replay: bad configuration")
 		return
 	}
-	ReplayAll(ctx, api, h.cfg.StateDir, h.log)
+	for _, left := range ReplayAll(ctx, api, h.cfg.StateDir, h.log) {
+		h.left.note(left)
+	}
 }
 
 // mountAt returns the mount on top at the canonical path p, from

@@ -138,12 +138,13 @@ func (m *Mounted) Engine() *syncqueue.Engine { return m.engine }
 // Dir is the mount point.
 func (m *Mounted) Dir() string { return m.mount.Dir }
 
-// Gone is closed when the mount disappears (unmounted by us or by someone else).
-func (m *Mounted) Gone() <-chan struct{} {
-	ch := make(chan struct{})
-	go func() { m.mount.Wait(); close(ch) }()
-	return ch
-}
+// Gone is closed when the mount disappears: unmounted by us or from
+// outside (umount, fusermount3 -u, umount -l even of a busy mount; see
+// fs.Mount.Gone).
+func (m *Mounted) Gone() <-chan struct{} { return m.mount.Gone() }
+
+// Left is what Close left in the journal: the engine's final state.
+func (m *Mounted) Left() syncqueue.Left { return m.engine.Left() }
 
 // UnmountTimeout bounds the EBUSY retries before a lazy detach.
 const UnmountTimeout = 10 * time.Second

@@ -56,28 +56,34 @@ func InspectJournals(stateDir string) []journal.Info {
 // ReplayStore pushes a journal left behind with api's credential, without
 // mounting: the store is loaded, the pending changes are uploaded with
 // their preconditions (store-wins applies; losers go to the conflict log),
-// deletes included, bounded like a final sync.
-func ReplayStore(ctx context.Context, api syncqueue.Store, stateDir, storeID string, log logrus.FieldLogger) (syncqueue.SyncResult, error) {
+// deletes included, bounded like a final sync. left is what the journal
+// still holds afterwards (all of it when the replay could not start).
+func ReplayStore(ctx context.Context, api syncqueue.Store, stateDir, storeID string, log logrus.FieldLogger) (res syncqueue.SyncResult, left syncqueue.Left, err error) {
 	eng, err := syncqueue.NewEngine(syncqueue.EngineOptions{StoreID: storeID, Store: api, StateDir: stateDir, Interval: syncqueue.MinInterval, Log: log})
 	if err != nil {
-		return syncqueue.SyncResult{}, err
+		return res, leftOnDisk(stateDir, storeID), err
 	}
 	if err := eng.Open(ctx); err != nil {
-		return syncqueue.SyncResult{}, err
+		return res, leftOnDisk(stateDir, storeID), err
 	}
-	res := eng.Finish(ctx, true)
-	return res, eng.Close(ctx)
+	res = eng.Finish(ctx, true)
+	err = eng.Close(ctx)
+	return res, eng.Left(), err
 }
 
-// ReplayAll replays every journal left in a state dir, logging each.
-func ReplayAll(ctx context.Context, api syncqueue.Store, stateDir string, log logrus.FieldLogger) {
+// ReplayAll replays every journal left in a state dir, logging each, and
+// returns what each left.
+func ReplayAll(ctx context.Context, api syncqueue.Store, stateDir string, log logrus.FieldLogger) []syncqueue.Left {
+	var out []syncqueue.Left
 	for _, lj := range LeftJournals(stateDir) {
 		l := log.WithFields(logrus.Fields{"store": lj.StoreID, "pending": lj.Pending})
-		res, err := ReplayStore(ctx, api, stateDir, lj.StoreID, l)
+		res, left, err := ReplayStore(ctx, api, stateDir, lj.StoreID, l)
+		out = append(out, left)
 		if err != nil {
 			l.WithError(err).Error("replaying a journal left behind failed; it is kept")
 			continue
 		}
-		l.WithFields(logrus.Fields{"uploaded": res.Uploaded, "deleted": res.Deleted, "left": res.Left}).Warn("replayed a journal left behind")
+		l.WithFields(logrus.Fields{"uploaded": res.Uploaded, "deleted": res.Deleted, "left": left.Changes}).Warn("replayed a journal left behind")
 	}
+	return out
 }

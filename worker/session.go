@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,7 +129,9 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		// Nothing to run; push what a previous run of it left behind.
 		for _, r := range resources {
 			if r.Access != store.AccessReadOnly && hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
-				if _, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, log.WithField("store", r.MemoryStoreID)); err != nil {
+				_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, log.WithField("store", r.MemoryStoreID))
+				s.host.left.note(left)
+				if err != nil {
 					log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
 				}
 			}
@@ -149,12 +152,12 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		return err
 	}
 	log.WithField("stores", len(mounts)).Info("session running")
-	gone := make(chan string, len(mounts))
+	gone := make(chan *storeMount, len(mounts))
 	for _, m := range mounts {
 		go func(m *storeMount) {
 			select {
 			case <-m.m.Gone():
-				gone <- m.path
+				gone <- m
 			case <-leaseCtx.Done():
 			}
 		}(m)
@@ -167,8 +170,9 @@ wait:
 		case <-ctx.Done():
 			ending = EndShutdown
 			break wait
-		case p := <-gone:
-			log.WithField("path", p).Error("a memory store was unmounted underneath the session")
+		case sm := <-gone:
+			s.endUnmounted(abort, sm)
+			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
 		}
 	}
 	log.WithField("ending", ending.String()).Info("session ending")
@@ -259,12 +263,35 @@ func (s *Session) teardown(ctx context.Context, mounts []*storeMount, clean bool
 		wg.Add(1)
 		go func(sm *storeMount) {
 			defer wg.Done()
-			if err := sm.m.Close(ctx, clean); err != nil {
-				s.log.WithError(err).WithField("store", sm.storeID).Warn("tearing down the mount")
-			}
-			s.host.removeRecord(sm.storeID)
-			s.host.release(sm.storeID)
+			s.end(ctx, sm, clean)
 		}(sm)
 	}
 	wg.Wait()
+}
+
+// end takes one mount down and lets its store go.
+func (s *Session) end(ctx context.Context, sm *storeMount, clean bool) {
+	if err := sm.m.Close(ctx, clean); err != nil {
+		s.log.WithError(err).WithField("store", sm.storeID).Warn("tearing down the mount")
+	}
+	s.host.left.note(sm.m.Left())
+	s.host.removeRecord(sm.storeID)
+	s.host.release(sm.storeID)
+}
+
+// endUnmounted ends a mount someone unmounted from outside the worker
+// (umount, fusermount3 -u, umount -l) while its session runs. It is the
+// end of that mount, not of the session: the worker does not mount the
+// store again over an operator's umount, and the session runs on with its
+// other stores until it ends (its work item is not stopped). The mount
+// ends as a worker's stop does, writes only: the final sync uploads what
+// was closed (the tree outlives the unmount), deletes stay in the journal
+// for the store's next mount on this host or memfs replay, like anything
+// the final sync could not upload; the directory is removed and the store
+// released. One warning says so, with what is left.
+func (s *Session) endUnmounted(ctx context.Context, sm *storeMount) {
+	s.end(ctx, sm, false)
+	left := sm.m.Left()
+	s.log.WithFields(logrus.Fields{"store": sm.storeID, "path": sm.path, "left": left.String()}).
+		Warn("a memory store was unmounted from outside the worker while its session runs: it had its final sync (writes only) and is let go; the session goes on without it")
 }

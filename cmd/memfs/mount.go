@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -77,17 +76,19 @@ func runMount(args []string) error {
 Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT is
 created if missing; an existing empty directory is accepted. Every file
 closed on the mount is journaled under --state-dir at once and uploaded
-every --memory-sync-interval. Ctrl-C or SIGTERM runs a final sync (at most
-30 s), unmounts and exits 0; whatever could not be uploaded stays in the
-journal and is replayed by the next 'memfs mount' of the store with the
-same --state-dir. A second Ctrl-C or SIGTERM stops waiting (for the final
-sync, or for a busy mount to be let go): the mount is detached anyway
-(lazily if busy), the journal keeps what was not uploaded, and memfs mount
-exits 3. SIGUSR1 runs a sync pass at once.
+every --memory-sync-interval. Ctrl-C, SIGTERM, or unmounting it (umount,
+fusermount3 -u, umount -l) runs a final sync (at most 30 s), unmounts and
+exits; whatever could not be uploaded stays in the journal and is
+replayed by the next 'memfs mount' of the store with the same
+--state-dir, or by 'memfs replay'. A second Ctrl-C or SIGTERM stops
+waiting (for the final sync, or for a busy mount to be let go): the mount
+is detached anyway (lazily if busy) and the journal keeps what was not
+uploaded. SIGUSR1 runs a sync pass at once.
 
-Exit status: 0 stopped cleanly; 1 an error; 2 a usage error; 3 the stop
-was cut short by a second signal: changes not yet uploaded stay in the
-journal for the next mount.
+Exit status: 0 stopped, and everything closed on the mount reached the
+store; 1 an error; 2 a usage error; 3 stopped, but changes are left in
+the journal (the final sync was cut short, the store was unreachable, or
+a change waits: not UTF-8, the store's memory cap, a path conflict).
 
 The admin key comes from --api-key-file (a file only you can read) or
 MEMFS_API_KEY. --api-key works too, but shows the key to every user of the
@@ -190,29 +191,30 @@ Flags:
 	defer signal.Stop(usr1)
 	fmt.Printf("memfs mount: %s mounted at %s (Ctrl-C to unmount)\n", storeID, m.Dir())
 	gone := m.Gone()
-	clean := true
+	outside := false
 wait:
 	for {
 		select {
 		case <-ctx.Done():
 			break wait
 		case <-gone:
-			log.Error("the mount was unmounted from outside memfs; uploading what is pending")
-			clean = false
+			// umount, fusermount3 -u or umount -l (a systemd .mount unit
+			// stopping, an operator): a normal stop, like Ctrl-C. The tree
+			// outlives the mount, so the final sync uploads everything
+			// closed on it, deletes included; it can no longer show the
+			// store's changes, and need not.
+			outside = true
 			break wait
 		case <-usr1:
 			res := m.Engine().SyncNow(ctx, true, false)
 			log.WithFields(map[string]any{"uploaded": res.Uploaded, "deleted": res.Deleted, "failed": res.Failed, "left": res.Left}).Info("sync pass on SIGUSR1")
 		}
 	}
-	err = m.Close(closeCtx, clean)
-	switch {
-	case closeCtx.Err() != nil:
-		return cutShortError(fmt.Sprintf("the next 'memfs mount' of %s with --state-dir %s", storeID, sf.stateDir), err)
-	case err != nil:
-		return err
-	case !clean:
-		return errors.New("the mount was removed from outside")
+	err = m.Close(closeCtx, true)
+	left := m.Left()
+	if outside {
+		log.WithField("left", left.String()).Info("unmounted from outside memfs: stopped after a final sync")
 	}
-	return nil
+	return stopError([]syncqueue.Left{left}, closeCtx.Err() != nil,
+		fmt.Sprintf("the next 'memfs mount' of %s with --state-dir %s (or 'memfs replay --state-dir %s')", storeID, sf.stateDir, sf.stateDir), err)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
 )
 
@@ -25,6 +26,12 @@ worker closed but never uploaded) to the store with the given key (an
 admin key of memfs serve). The same preconditions and store-wins rules as a
 live sync apply; losers go to the conflict log. The key comes from
 --api-key-file or MEMFS_API_KEY (--api-key shows it to every user in ps).
+
+Exit status: 0 every journal went up (or there was nothing to replay);
+1 an error (a journal could not be replayed at all: the store unreachable
+or unknown, the key refused; it is kept); 2 a usage error; 3 replayed,
+but changes are left in the journal (not UTF-8, the store's memory cap, a
+path conflict, the store gone unreachable midway).
 
 Example:
   memfs replay --api-key-file /var/lib/memfs/admin.key --state-dir /var/lib/memfs
@@ -51,23 +58,26 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
-	left := worker.LeftJournals(stateDir)
-	if len(left) == 0 {
+	journals := worker.LeftJournals(stateDir)
+	if len(journals) == 0 {
 		fmt.Fprintf(os.Stderr, "nothing to replay in %s\n", stateDir)
 		return nil
 	}
+	var left []syncqueue.Left
 	failed := 0
-	for _, lj := range left {
-		res, err := worker.ReplayStore(context.Background(), api, stateDir, lj.StoreID, log.WithField("store", lj.StoreID))
+	for _, lj := range journals {
+		res, l, err := worker.ReplayStore(context.Background(), api, stateDir, lj.StoreID, log.WithField("store", lj.StoreID))
+		left = append(left, l)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v (the journal is kept)\n", lj.StoreID, err)
 			failed++
 			continue
 		}
-		fmt.Printf("%s: %d uploaded, %d deleted, %d left\n", lj.StoreID, res.Uploaded, res.Deleted, res.Left)
+		fmt.Printf("%s: %d uploaded, %d deleted, %s left\n", lj.StoreID, res.Uploaded, res.Deleted, l)
 	}
+	var failure error
 	if failed > 0 {
-		return fmt.Errorf("%d journal(s) could not be replayed", failed)
+		failure = fmt.Errorf("%d journal(s) could not be replayed", failed)
 	}
-	return nil
+	return stopError(left, false, "the next 'memfs replay --state-dir "+stateDir+"' (once the reason is gone)", failure)
 }

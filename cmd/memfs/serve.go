@@ -41,6 +41,21 @@ type serveConfig struct {
 	// adminKeyFlag is where runServe finds adminKey (--admin-key,
 	// --admin-key-file, MEMFS_ADMIN_KEY); memfs up sets adminKey itself.
 	adminKeyFlag *keyFlag
+	// ln, when set, is the socket to serve on, bound by the caller
+	// (memfs up binds before it writes its admin key); else serve binds
+	// listen itself.
+	ln net.Listener
+}
+
+// listenFirst binds the service's socket. It comes before anything is
+// created in the data dir (the database, admin.key): a port already taken
+// must leave no new files behind, and the error says what to do.
+func listenFirst(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (is another memfs serve running? pick another --listen); nothing was created", addr, err)
+	}
+	return ln, nil
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -84,6 +99,9 @@ or MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every
 user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
 exits 0.
 
+Exit status: 0 stopped by a signal; 1 an error (an address already in
+use is found before anything is created in --data-dir); 2 a usage error.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -119,6 +137,14 @@ Flags:
 // serve runs the service until ctx ends, then shuts down gracefully.
 // ready is called with the bound address once requests are accepted.
 func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(addr string)) error {
+	ln := c.ln
+	if ln == nil {
+		var err error
+		if ln, err = listenFirst(c.listen); err != nil {
+			return err
+		}
+	}
+	defer ln.Close() // hs.Shutdown closes it too; this covers the errors before
 	dsn := c.db
 	if dsn == "" {
 		dsn = filepath.Join(c.dataDir, "memfs.db")
@@ -145,10 +171,6 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another memfs serve running? pick another --listen)", c.listen, err)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

@@ -2,41 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
 )
-
-// exitCutShort is the exit status of a command that mounts (mount, up)
-// when a second signal cut its stop short: it stopped waiting for the
-// final sync or a busy mount, detached the mounts anyway, and what was not
-// uploaded stays in the journal for the next mount to replay. It is documented in their --help
-// and the README, so scripts can tell it from success (0), a failure (1)
-// and a usage error (2).
-const exitCutShort = 3
-
-// exitError ends a command with its own exit status; its message goes to
-// stderr like any error's.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
-
-// cutShortError is the error of a stop cut short by a second signal: it
-// says where the changes left over are and what replays them. err, when
-// not nil, is what else went wrong while stopping.
-func cutShortError(replayedBy string, err error) error {
-	msg := "stop cut short by a second signal: changes not yet uploaded stay in the journal and are replayed by " + replayedBy
-	if err != nil {
-		msg = fmt.Sprintf("%s; stopping also failed: %v", msg, err)
-	}
-	return exitError{code: exitCutShort, msg: msg}
-}
 
 // stopSignals are the signals that stop a command.
 var stopSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/memfs/memfs/syncqueue"
 )
 
 // sigTimeout bounds waiting for this process to handle a signal it sent
@@ -61,23 +63,53 @@ func TestSignals(t *testing.T) {
 	kill(t, syscall.SIGINT) // ignored: the test goes on
 }
 
-// TestCutShortError: a stop cut short exits with its own status, and says
-// what replays the journal and what else failed.
-func TestCutShortError(t *testing.T) {
-	err := cutShortError("the next mount", errors.New("unmount: busy"))
-	var ee exitError
-	if !errors.As(err, &ee) || ee.code != exitCutShort {
-		t.Fatalf("cutShortError = %#v, want an exitError with code %d", err, exitCutShort)
+// TestStopError: the exit status of a command that synced comes from what
+// its engines left, not from how the stop began, and the message says
+// what is left, why, and what uploads it.
+func TestStopError(t *testing.T) {
+	left := syncqueue.Left{StoreID: "memstore_a", Changes: 2, Reasons: map[string]int{syncqueue.ReasonUnreachable: 1, syncqueue.ReasonNotUTF8: 1}}
+	tests := []struct {
+		name string
+		left []syncqueue.Left
+		cut  bool
+		err  error
+		code int
+		says []string
+	}{
+		{"nothing left", []syncqueue.Left{{StoreID: "memstore_a"}, {}}, false, nil, 0, nil},
+		{"a second signal that left nothing", []syncqueue.Left{{StoreID: "memstore_a"}}, true, nil, 0, nil},
+		{"changes left", []syncqueue.Left{{StoreID: "memstore_b"}, left}, false, nil, exitLeft,
+			[]string{"left in the journal", "memstore_a: 2 changes", "1 store unreachable", "1 content is not UTF-8", "the next mount"}},
+		{"changes left by a cut-short stop", []syncqueue.Left{left}, true, nil, exitLeft,
+			[]string{"cut short by a second signal", "memstore_a: 2 changes", "the next mount"}},
+		{"an error wins", []syncqueue.Left{left}, false, errors.New("unmount: busy"), 1,
+			[]string{"unmount: busy", "memstore_a: 2 changes"}},
+		{"an error alone", nil, false, errors.New("unmount: busy"), 1, []string{"unmount: busy"}},
+		{"files never journaled are lost", []syncqueue.Left{{StoreID: "memstore_a", Unjournaled: 2}}, false, nil, 1,
+			[]string{"2 closed file(s) never reached the journal", "lost"}},
 	}
-	for _, s := range []string{"second signal", "journal", "the next mount", "unmount: busy"} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("%q does not say %q", err, s)
-		}
-	}
-	register("test-cut-short", "", func([]string) error { return err })
-	t.Cleanup(func() { delete(commands, "test-cut-short") })
-	if code := run([]string{"test-cut-short"}); code != exitCutShort {
-		t.Errorf("the command exits %d, want %d", code, exitCutShort)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := stopError(tc.left, tc.cut, "the next mount", tc.err)
+			if tc.code == 0 {
+				if err != nil {
+					t.Fatalf("stopError = %v, want nil", err)
+				}
+			} else if err == nil {
+				t.Fatalf("stopError = nil, want exit %d", tc.code)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q does not say %q", err, s)
+				}
+			}
+			name := "test-stop-" + strings.ReplaceAll(tc.name, " ", "-")
+			register(name, "", func([]string) error { return err })
+			t.Cleanup(func() { delete(commands, name) })
+			if code := run([]string{name}); code != tc.code {
+				t.Errorf("the command exits %d, want %d", code, tc.code)
+			}
+		})
 	}
 }
 

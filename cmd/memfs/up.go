@@ -52,14 +52,15 @@ func runUp(args []string) error {
 Runs everything on one machine: the store service on SQLite, an
 environment, a demo store (created once, with a few memories), a session
 attaching it, and a worker that mounts it. It prints the mount path and
-what to try. Ctrl-C uploads what is pending, unmounts, and exits 0. A
+what to try. Ctrl-C uploads what is pending, unmounts, and exits. A
 second Ctrl-C stops waiting (for the uploads, or for a busy mount to be
-let go): the store is unmounted anyway (lazily if busy), what was not
-uploaded stays in the journal under --data-dir for the next memfs up, and
-it exits 3.
+let go): the store is unmounted anyway (lazily if busy), and what was not
+uploaded stays in the journal under --data-dir for the next memfs up.
 
-Exit status: 0 stopped cleanly; 1 an error; 2 a usage error; 3 the stop
-was cut short by a second signal.
+Exit status: 0 stopped, and everything closed on the mount reached the
+store; 1 an error; 2 a usage error; 3 stopped, but changes are left in
+the journal (the uploads were cut short by a second Ctrl-C, or a change
+waits: not UTF-8, a path conflict; see memfs status).
 
 Flags:
 `)
@@ -91,6 +92,12 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	// The port first: a taken one must not leave an admin key behind.
+	ln, err := listenFirst(listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	// One endpoint for the store service's and the worker's metrics.
 	me, err := listenMetrics("up", metricsListen, log)
 	if err != nil {
@@ -116,7 +123,7 @@ Flags:
 	ready := make(chan string, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot,
+		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot, ln: ln,
 			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL", metrics: me.registerer()},
 			log, func(a string) { ready <- a })
 	}()
@@ -191,11 +198,8 @@ Ctrl-C uploads what is pending, unmounts and exits.
 	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
 		log.WithError(err).Warn("could not archive the demo session")
 	}
-	if cut {
-		return cutShortError(fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr)
-	}
-	if werr != nil {
-		return werr
+	if err := stopError(w.Left(), cut, fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr); err != nil {
+		return err
 	}
 	fmt.Println("memfs up: stopped; nothing is left mounted.")
 	return nil

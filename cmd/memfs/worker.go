@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 
@@ -90,9 +91,17 @@ Polls the environment's work queue and runs sessions, many at once: for
 each session it mounts every attached memory store at its mount_path
 (read-only ones read-only), keeps it in sync, and takes it down when the
 session ends. SIGTERM/SIGINT ends every session (writes uploaded, mounts
-removed, items stopped) and exits 0; a second signal stops waiting (the
+removed, items stopped) and exits; a second signal stops waiting (the
 journals stay for replay). Give it a stop timeout of at least 35 s
-(systemd TimeoutStopSec=35, docker --stop-timeout 35).
+(systemd TimeoutStopSec=35, docker --stop-timeout 35). A store unmounted
+from outside (umount) while its session runs gets a final sync (writes
+only) and is let go; the session goes on without it.
+
+Exit status: 0 stopped, and everything closed on the session mounts
+reached the store; 1 an error (the work queue refused the key); 2 a usage
+error; 3 stopped, but changes are left in the journals (the final syncs
+were cut short, the store was unreachable, a change waits, or a delete
+not sent: a stop sends writes only); memfs status lists them.
 
 The environment key comes from --environment-key-file (a file only the
 worker's user can read) or MEMFS_ENVIRONMENT_KEY; --environment-key works
@@ -138,9 +147,17 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
-	ctx, stop := signals(log, w.Abort)
+	var cut atomic.Bool
+	ctx, stop := signals(log, func() { cut.Store(true); w.Abort() })
 	defer stop()
-	return w.Run(ctx)
+	err = w.Run(ctx)
+	return stopError(w.Left(), cut.Load(), workerReplayedBy(cfg.StateDir), err)
+}
+
+// workerReplayedBy says what uploads the changes a worker or session
+// left in the journals of its state dir.
+func workerReplayedBy(stateDir string) string {
+	return fmt.Sprintf("the store's next session on this host (same --state-dir), a worker started with --replay-api-key-file, or 'memfs replay --state-dir %s'", stateDir)
 }
 
 func runSession(args []string) error {
@@ -157,6 +174,10 @@ stdin), or as its ids plus a secret file (which other users must not be
 able to read). Falls back to ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID,
 ANTHROPIC_SESSION_ID, ANTHROPIC_WORK_SECRET and ANTHROPIC_WORK_LAST_HEARTBEAT
 (to continue another process's lease).
+
+Exit status: 0 the session ended, and everything closed on its mounts
+reached the store; 1 an error (the session could not start); 2 a usage
+error; 3 ended, but changes are left in the journal (as for memfs worker).
 
 Flags:
 `)
@@ -201,7 +222,8 @@ Flags:
 	ctx, stop := signals(log, cancelAbort)
 	defer stop()
 	s.Recover(ctx)
-	return s.Run(ctx, abort, item, lastHB)
+	err = s.Run(ctx, abort, item, lastHB)
+	return stopError(s.Left(), abort.Err() != nil, workerReplayedBy(cfg.StateDir), err)
 }
 
 // readWorkItem builds the work item from --work-json, or from ids and a
