@@ -220,3 +220,31 @@ func TestOverlayBackoffWithinInterval(t *testing.T) {
 		}
 	}
 }
+
+// While the store is away the overlay's polls don't wait for changes, so
+// its return is noticed at once, not a long poll later.
+func TestRecoveryNotHeldByLongPoll(t *testing.T) {
+	t.Parallel()
+	e := mgSetup(t, mgFiles)
+	const pollWait = 15 * time.Second // longer than eventually's deadline
+	e.start(func(o *EngineOptions) { o.PollWait = pollWait })
+	// The head at Open, then the first long poll: it waits at the server.
+	eventually(t, "the first long poll", func() bool { return len(e.proxy.requests("changes")) >= 2 })
+	e.proxy.setFault(func(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
+		if kind == "changes" {
+			mgWriteError(w, http.StatusServiceUnavailable, "overloaded_error", "down")
+			return true
+		}
+		return false
+	})
+	e.remotePut("/a.md", "ends the long poll in flight\n")
+	eventually(t, "the store to be reported unreachable", func() bool { return e.eng.Status().Unreachable })
+	e.proxy.setFault(nil)
+	eventually(t, "the store to be reported back within a poll's wait", func() bool { return !e.eng.Status().Unreachable })
+	for _, en := range e.hook.AllEntries() {
+		if en.Message == "store recovered" {
+			return
+		}
+	}
+	t.Error("no store recovered line")
+}

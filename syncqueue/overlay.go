@@ -51,8 +51,15 @@ func (e *Engine) follow(ctx context.Context) {
 		var cursor int64
 		e.locked(func() { cursor = e.cursor })
 		// The loop retries with its own backoff: one attempt per poll,
-		// so a store that goes away is reported at once.
-		page, err := e.opts.Store.Changes(store.WithCallerRetries(ctx), e.opts.StoreID, cursor, 1000, e.opts.PollWait)
+		// so a store that goes away is reported at once. While it is
+		// away the poll does not wait for changes: a store that is back
+		// answers at once, and "store recovered" is not held back by a
+		// long poll.
+		wait := e.opts.PollWait
+		if e.outage.isDown() {
+			wait = 0
+		}
+		page, err := e.opts.Store.Changes(store.WithCallerRetries(ctx), e.opts.StoreID, cursor, 1000, wait)
 		switch {
 		case ctx.Err() != nil:
 			return
