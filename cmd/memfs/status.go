@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
@@ -46,6 +47,9 @@ type mountEntry struct {
 	StoreID string `json:"store_id"`
 	// Fix is the command that clears a dead mount.
 	Fix string `json:"fix,omitempty"`
+	// NotAnswering: its process neither answered within
+	// mountProbeTimeout nor is gone (hung, or very busy).
+	NotAnswering bool `json:"not_answering,omitempty"`
 }
 
 // conflictEntry is one kept conflict and the state dir whose log holds it
@@ -165,13 +169,40 @@ func gatherStatus(dirs []string) (statusReport, error) {
 			continue
 		}
 		e := mountEntry{Dir: mi.Dir, StoreID: mi.Source}
-		var st syscall.Stat_t
-		if err := syscall.Stat(mi.Dir, &st); errors.Is(err, syscall.ENOTCONN) {
+		switch err := probeMount(mi.Dir, mountProbeTimeout); {
+		case errors.Is(err, unix.ENOTCONN):
 			e.Fix = "umount -l " + shellQuote(mi.Dir)
 			rep.DeadMounts = append(rep.DeadMounts, e)
-		} else {
+		case errors.Is(err, context.DeadlineExceeded):
+			e.NotAnswering = true
+			rep.OtherMounts = append(rep.OtherMounts, e)
+		default:
 			rep.OtherMounts = append(rep.OtherMounts, e)
 		}
 	}
 	return rep, nil
+}
+
+// mountProbeTimeout bounds the wait for a mount whose process neither
+// answers nor is gone.
+const mountProbeTimeout = 2 * time.Second
+
+// probeMount asks the filesystem at dir for its statfs: FUSE sends that
+// to the process every time (a stat may be answered from the kernel's
+// cache, which hides a dead mount), and a mount whose process is gone
+// answers ENOTCONN. A process that does not answer within timeout gives
+// context.DeadlineExceeded; the probe is then left behind (it ends when
+// memfs status exits).
+func probeMount(dir string, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		var st unix.Statfs_t
+		done <- unix.Statfs(dir, &st)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return context.DeadlineExceeded
+	}
 }

@@ -51,7 +51,11 @@ func printStatus(out io.Writer, rep statusReport, now time.Time) {
 	if len(rep.OtherMounts) > 0 {
 		fmt.Fprintln(out, "\nOTHER MEMFS MOUNTS (served by a process with another state dir)")
 		for _, e := range rep.OtherMounts {
-			fmt.Fprintf(out, "  %s  %s\n", e.Dir, e.StoreID)
+			note := ""
+			if e.NotAnswering {
+				note = "  (not answering)"
+			}
+			fmt.Fprintf(out, "  %s  %s%s\n", e.Dir, e.StoreID, note)
 		}
 	}
 	printLeft(out, rep.Left, now)
