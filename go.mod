@@ -13,7 +13,7 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/creack/pty v1.1.24 // indirect
+require github.com/creack/pty v1.1.24
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
