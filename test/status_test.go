@@ -165,6 +165,22 @@ func stReasons(ms worker.MountStatus) map[string]string {
 	return out
 }
 
+// A read-only mount shows as such: the kernel mounted it ro.
+func TestStatusReadOnlyMount(t *testing.T) {
+	e := newMtEnv(t, map[string]string{"/a.md": "a\n"})
+	m := e.mount("--read-only")
+	if opts, _ := harness.MountOptionsOf(m.Dir); !strings.HasPrefix(opts, "ro") {
+		t.Fatalf("the kernel's options for %s: %q, want ro", m.Dir, opts)
+	}
+	if ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir); ms.Access != "read_only" || ms.StoreName != t.Name() {
+		t.Errorf("read-only mount: access %s, store name %q", ms.Access, ms.StoreName)
+	}
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "access      read_only\n  pending     - (read-only") {
+		t.Errorf("memfs status of a read-only mount:\n%s", text)
+	}
+	mtStop(t, m)
+}
+
 // memfs status only reads: with two mounts killed (dead mounts), one
 // journal left behind and another one damaged, it changes nothing in the
 // state dir — no replay, no salvage, no rename, no socket removed — and
