@@ -32,11 +32,17 @@ type stReport struct {
 	StateDirs []string               `json:"state_dirs"`
 	Processes []worker.ProcessStatus `json:"processes"`
 	Dead      []struct {
-		Dir, StoreID, Fix string
+		Dir string `json:"dir"`
+		Fix string `json:"fix"`
 	} `json:"dead_mounts"`
 	Left      []worker.LeftJournal `json:"journals_left_behind"`
 	Damaged   []string             `json:"damaged_journals"`
 	Conflicts int                  `json:"conflicts"`
+	ByStore   map[string]int       `json:"conflicts_by_store"`
+	Kept      []struct {
+		syncqueue.Conflict
+		StateDir string `json:"state_dir"`
+	} `json:"conflict_log"`
 }
 
 // stStatus runs memfs status with args and --json; it fails the test
@@ -151,9 +157,29 @@ func TestStatusLiveMount(t *testing.T) {
 	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "STORE UNREACHABLE") || !strings.Contains(text, "last error  ") {
 		t.Errorf("memfs status does not show the outage:\n%s", text)
 	}
+	// Meanwhile /3.md changes in the store too: once the store is back,
+	// the store wins and the local version is kept as a conflict.
+	theirs := "three, theirs\n"
+	if _, err := e.cl.UpdateMemory(t.Context(), e.storeID, e.memories()["/3.md"].ID, store.UpdateMemoryInput{Content: &theirs}); err != nil {
+		t.Fatal(err)
+	}
 	proxy.Pass()
 	m.WaitOutput(1, "store recovered", mtPollTimeout)
-	m.Kill()                             // what is left is the business of other tests
+	var last stReport
+	mtPoll(t, "status to count the conflict", func() (bool, string) {
+		m.SyncNow(mtPassTimeout)
+		last = stStatus(t, "--state-dir", e.stateDir)
+		return last.mount(t, m.Dir).Conflicts == 1, fmt.Sprintf("%+v", last)
+	})
+	if last.Conflicts != 1 || last.ByStore[e.storeID] != 1 || len(last.Kept) != 1 || last.Kept[0].Path != "/3.md" || last.Kept[0].StateDir != e.stateDir {
+		t.Errorf("conflicts %d, by store %v, entries %+v; want the one of /3.md", last.Conflicts, last.ByStore, last.Kept)
+	}
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "conflicts   1\n") ||
+		!strings.Contains(text, fmt.Sprintf("  %s  %s  /3.md\n", last.Kept[0].ID, e.storeID)) {
+		t.Errorf("memfs status does not show the conflict:\n%s", text)
+	}
+	// What is left is the business of other tests.
+	m.Kill()
 	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
 }
 
