@@ -26,7 +26,8 @@ import (
 // Each process that mounts (memfs mount, worker, session, up) listens on
 // its own unix socket, <state dir>/run/<pid>.sock, mode 0600 in a 0700
 // directory, and answers GET /status with a ProcessStatus in JSON — live
-// figures, read from the engines, without touching the state dir. The
+// figures, read from the engines (and the conflict counts, read from the
+// state dir's conflict log; nothing is written). The
 // process removes its socket when it stops; a socket left by a killed
 // process refuses connections and is skipped (and removed by the next
 // process that starts in the state dir).
