@@ -67,7 +67,7 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 			// The store changed it: the store's version comes back.
 			out.conflicted = append(out.conflicted, d.Origin)
 		default:
-			if f.judgeLocked(d, err) == transientFailure {
+			if v, _ := f.judgeLocked(d, err); v == transientFailure {
 				out.transient++
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
@@ -76,6 +75,9 @@ type EngineOptions struct {
 	Observer Observer
 	// Log receives the engine's log lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
+	// OnLoad, when set, hears how far loading the store at Open has come
+	// (see LoadProgress): memfs prints progress from it on a terminal.
+	OnLoad func(LoadProgress)
 	// Now is the clock (default time.Now): the delete delay, the tree's
 	// times and status read it, so tests can move time instead of
 	// sleeping. (The stall watchdog measures real requests in real time.)
@@ -167,10 +169,11 @@ type Engine struct {
 	conflicts *ConflictLog
 	outage    outage
 	// remoteBlocked: a remote change waits on this host (localWait).
-	remoteBlocked bool // GUARDED_BY(syncMu)
-	replayed      int  // pending changes found in the journal at Open
-	loaded        int  // memories loaded at Open
-	left          Left // what Close found undone (left.go)
+	remoteBlocked bool   // GUARDED_BY(syncMu)
+	replayed      int    // pending changes found in the journal at Open
+	loaded        int    // memories loaded at Open
+	name          string // the store's name, read once at Open (for status)
+	left          Left   // what Close found undone (left.go)
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -239,7 +242,8 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return fmt.Errorf("read the change feed of %s: %w", e.opts.StoreID, err)
 	}
-	files, err := loadStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency)
+	e.name = st.Name
+	files, err := e.load(ctx)
 	if err != nil {
 		e.closeJournal(ctx)
 		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
@@ -456,57 +460,3 @@ func (s journalSink) Append(states ...fs.FileState) error {
 }
 
 func (s journalSink) Sync() error { return s.j.Sync() }
-
-// loadStore fetches every memory with its content. It lists the root at
-// depth 1 (full view), then each top-level directory's subtree, up to
-// concurrency of them at once: the store's keyset pages are sequential
-// within one listing, so splitting by directory is what lets a large store
-// load in parallel.
-func loadStore(ctx context.Context, st Store, storeID string, concurrency int) ([]store.Memory, error) {
-	list := func(ctx context.Context, opts store.ListMemoriesOptions, fn func(store.MemoryListItem)) error {
-		opts.Full, opts.Limit = true, store.MaxFullViewListLimit
-		for {
-			p, err := st.ListMemories(ctx, storeID, opts)
-			if err != nil {
-				return err
-			}
-			for _, it := range p.Data {
-				fn(it)
-			}
-			if p.NextPage == "" {
-				return nil
-			}
-			opts.Page = p.NextPage
-		}
-	}
-	var out []store.Memory
-	var prefixes []string
-	err := list(ctx, store.ListMemoriesOptions{Depth: 1}, func(it store.MemoryListItem) {
-		if it.Memory != nil && it.Memory.Content != nil {
-			out = append(out, *it.Memory)
-		} else if it.Prefix != "" {
-			prefixes = append(prefixes, it.Prefix)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(concurrency)
-	for _, p := range prefixes {
-		g.Go(func() error {
-			var got []store.Memory
-			err := list(gctx, store.ListMemoriesOptions{PathPrefix: p}, func(it store.MemoryListItem) {
-				if it.Memory != nil && it.Memory.Content != nil {
-					got = append(got, *it.Memory)
-				}
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			out = append(out, got...)
-			return err
-		})
-	}
-	return out, g.Wait()
-}

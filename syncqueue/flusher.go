@@ -28,6 +28,9 @@ type flusher struct {
 	log logrus.FieldLogger
 
 	passMu sync.Mutex
+	// pathsWaiting is the changes left on a path conflict by the last
+	// pass, as logged. GUARDED_BY(passMu)
+	pathsWaiting string
 
 	// Everything below is GUARDED_BY(e.syncMu).
 	ticks     int
@@ -73,22 +76,37 @@ type passOptions struct {
 
 // SyncResult counts what one pass did and left.
 type SyncResult struct {
-	Uploaded, Deleted, Failed int
+	Uploaded int `json:"uploaded"`
+	Deleted  int `json:"deleted"`
+	Failed   int `json:"failed"`
 	// Conflicts is how many changes the store won (kept in the conflict log).
-	Conflicts int
+	Conflicts int `json:"conflicts"`
+	// Refused is how many changes the store refused for the first time in
+	// this pass (at its memory cap, or as invalid or too large): each is
+	// warned about once, and then waits. Counted once per version of a
+	// file, so a change retried every pass at the cap counts once.
+	Refused int `json:"refused"`
 	// Left is how many pending changes remain after the pass.
-	Left int
+	Left int `json:"left"`
 	// DeletesPending is how many deletes were not sent (not due, capped, or not asked for).
-	DeletesPending int
+	DeletesPending int `json:"deletes_pending"`
+}
+
+// did reports whether the pass changed anything or learned of a refusal:
+// such a pass is logged at info; an idle one (or one that only retried
+// what keeps failing) is not.
+func (r SyncResult) did() bool {
+	return r.Uploaded+r.Deleted+r.Conflicts+r.Refused > 0
 }
 
 // PassInfo describes the last pass, for status.
 type PassInfo struct {
-	At       time.Time
-	Duration time.Duration
-	Result   SyncResult
+	At time.Time `json:"at"`
+	// Duration is in nanoseconds in JSON.
+	Duration time.Duration `json:"duration"`
+	Result   SyncResult    `json:"result"`
 	// Clean is true when nothing failed: every change that could go up did.
-	Clean bool
+	Clean bool `json:"clean"`
 }
 
 // opKind is what one planned request does.
@@ -208,9 +226,12 @@ func (r *passRun) done(o op) {
 	r.res.Uploaded++
 }
 
-func (r *passRun) failed(o op, v verdict) {
+func (r *passRun) failed(o op, v verdict, first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if first {
+		r.res.Refused++
+	}
 	switch v {
 	case pathFailure:
 		r.retry = append(r.retry, o)
@@ -255,7 +276,8 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	for _, o := range ops {
 		g.Go(func() error {
 			if err := f.upload(ctx, o); err != nil {
-				r.failed(o, f.judge(o, err))
+				v, first := f.judge(o, err)
+				r.failed(o, v, first)
 			} else {
 				r.done(o)
 			}
@@ -288,14 +310,15 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 		e.outage.ok()
 	}
 	r.res.Left = e.journal.Stats().Pending
-	if r.res.Uploaded+r.res.Deleted+r.res.Conflicts > 0 {
+	if r.res.did() {
 		f.log.WithFields(logrus.Fields{"uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
-			"failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
+			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
 	}
 	unjournaled := len(e.tree.Unjournaled())
+	down := e.outage.isDown()
 	e.syncMu.Lock()
 	f.last = PassInfo{At: start, Duration: e.now().Sub(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0}
-	if f.last.Clean {
+	if f.last.Clean && !down {
 		f.lastClean = start
 	}
 	last, waiting := f.last, f.waitingAfter(start, unjournaled)
@@ -402,26 +425,27 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 
 // judge classifies a failed upload, records why it waits (for the file,
 // and for the delete folded into it), and warns once per file where a
-// person should know.
+// person should know. first reports a refusal warned about now (the first
+// for this version of the file).
 //
 // REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) judge(o op, err error) verdict {
+func (f *flusher) judge(o op, err error) (v verdict, first bool) {
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
-	v := f.judgeLocked(o.entry, err)
+	v, first = f.judgeLocked(o.entry, err)
 	if o.replace != nil {
 		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: f.e.now()}
 	}
-	return v
+	return v, first
 }
 
 // judgeLocked is judge with syncMu held.
 //
 // REQUIRES: f.e.syncMu held.
-func (f *flusher) judgeLocked(e journal.Entry, err error) verdict {
+func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool) {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	w := wait{err: err.Error(), lsn: e.LSN, at: f.e.now()}
-	v := transientFailure
+	v = transientFailure
 	switch {
 	case errors.Is(err, store.ErrPathConflict):
 		w.reason, v = ReasonPath, pathFailure
@@ -432,12 +456,14 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) verdict {
 		// memory): retried every pass, warned once per change.
 		if lsn, warned := f.capped[e.FileID]; !warned || lsn != e.LSN {
 			l.WithError(err).Warn("the store is at its memory cap: this new file stays local and is retried every pass until there is room")
+			first = true
 		}
 		f.capped[e.FileID] = e.LSN
 		w.reason, v = ReasonCap, capFailure
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
 		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {
 			l.WithError(err).Warn("the store refused this file; it stays local and is retried once it changes")
+			first = true
 		}
 		f.refused[e.FileID] = e.LSN
 		w.reason, v = ReasonRefused, refusedFailure
@@ -452,7 +478,7 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) verdict {
 		w.reason = ReasonUnreachable
 	}
 	f.waits[e.FileID] = w
-	return v
+	return v, first
 }
 
 // sortByLSN orders ops as their changes were made.

@@ -19,9 +19,21 @@ import (
 // DefaultPollWait is how long one long poll waits for a change.
 const DefaultPollWait = 25 * time.Second
 
+// overlayBackoffCap bounds the overlay's wait between failed polls.
+const overlayBackoffCap = 30 * time.Second
+
+// overlayBackoff is the overlay's backoff after a failed poll: from a
+// second, doubling, capped at the sync interval (and at
+// overlayBackoffCap). While nothing is pending the overlay's polls are the
+// only requests, so the cap is what keeps "store recovered" within an
+// interval of the store's return.
+func overlayBackoff(interval time.Duration) backoff {
+	return newBackoff(time.Second, min(interval, overlayBackoffCap))
+}
+
 // follow runs the overlay until ctx ends.
 func (e *Engine) follow(ctx context.Context) {
-	bo := newBackoff(time.Second, 30*time.Second)
+	bo := overlayBackoff(e.opts.Interval)
 	var feed bool
 	e.locked(func() { feed = e.cursor > 0 })
 	var lastList time.Time
@@ -39,8 +51,15 @@ func (e *Engine) follow(ctx context.Context) {
 		var cursor int64
 		e.locked(func() { cursor = e.cursor })
 		// The loop retries with its own backoff: one attempt per poll,
-		// so a store that goes away is reported at once.
-		page, err := e.opts.Store.Changes(store.WithCallerRetries(ctx), e.opts.StoreID, cursor, 1000, e.opts.PollWait)
+		// so a store that goes away is reported at once. While it is
+		// away the poll does not wait for changes: a store that is back
+		// answers at once, and "store recovered" is not held back by a
+		// long poll.
+		wait := e.opts.PollWait
+		if e.outage.isDown() {
+			wait = 0
+		}
+		page, err := e.opts.Store.Changes(store.WithCallerRetries(ctx), e.opts.StoreID, cursor, 1000, wait)
 		switch {
 		case ctx.Err() != nil:
 			return

@@ -48,10 +48,10 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 				progress = true
 				continue
 			}
-			if v := f.judge(o, err); v == pathFailure {
+			if v, first := f.judge(o, err); v == pathFailure {
 				still = append(still, o)
 			} else {
-				r.failed(o, v)
+				r.failed(o, v, first)
 			}
 		}
 		retry = still
@@ -65,12 +65,17 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 	r.mu.Lock()
 	r.res.Failed += len(retry)
 	r.mu.Unlock()
-	if len(retry) > 0 {
-		paths := make([]string, len(retry))
-		for i, o := range retry {
-			paths[i] = o.entry.Path
+	paths := make([]string, len(retry))
+	for i, o := range retry {
+		paths[i] = o.entry.Path
+	}
+	// Said at info once for each set of waiting paths, not every pass
+	// while they wait (status lists them meanwhile).
+	if waiting := strings.Join(paths, ","); waiting != f.pathsWaiting {
+		f.pathsWaiting = waiting
+		if waiting != "" {
+			f.log.WithField("paths", waiting).Info("changes wait on a path the store still holds for another memory; retried every pass")
 		}
-		f.log.WithField("paths", strings.Join(paths, ",")).Info("changes wait on a path the store still holds for another memory; retried every pass")
 	}
 }
 

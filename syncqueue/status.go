@@ -11,8 +11,10 @@ import (
 // invariant of sync.md: stored, or pending with a reason, or in the
 // conflict log).
 type Status struct {
-	StoreID  string `json:"store_id"`
-	ReadOnly bool   `json:"read_only"`
+	StoreID string `json:"store_id"`
+	// StoreName is the store's name, read once at mount.
+	StoreName string `json:"store_name"`
+	ReadOnly  bool   `json:"read_only"`
 	// Loaded is the number of memories loaded at mount.
 	Loaded int `json:"loaded"`
 	// Pending lists the changes not yet in the store, oldest first.
@@ -26,7 +28,9 @@ type Status struct {
 	NoSpace bool `json:"no_space"`
 	// Unreachable: the last request to the store failed or hangs.
 	Unreachable bool `json:"unreachable"`
-	// LastSync is when the last pass that left nothing failed began.
+	// LastSync is when the last successful pass began: one that left
+	// nothing failed while the store answered (a pass with nothing to send
+	// during an outage is no sync).
 	LastSync *time.Time `json:"last_sync,omitempty"`
 	// LastPass is the last pass, whatever its outcome.
 	LastPass *PassInfo `json:"last_pass,omitempty"`
@@ -52,9 +56,11 @@ type PendingChange struct {
 	Op     string `json:"op"`
 	Reason string `json:"reason"`
 	// MemoryID is the memory the change is about ("" for a create).
-	MemoryID string    `json:"memory_id,omitempty"`
-	Error    string    `json:"error,omitempty"`
-	Since    time.Time `json:"since,omitempty"`
+	MemoryID string `json:"memory_id,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Since is when the change last failed to go up (absent if it never
+	// tried).
+	Since time.Time `json:"since,omitzero"`
 }
 
 // DamageStatus describes a damaged journal that was salvaged.
@@ -69,7 +75,7 @@ type DamageStatus struct {
 func (e *Engine) Status() Status {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
-	s := Status{StoreID: e.opts.StoreID, ReadOnly: e.journal == nil, Loaded: e.loaded}
+	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded}
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down
 	if lastErr != nil {

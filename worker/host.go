@@ -213,7 +213,7 @@ func (h *host) engineOptions(api syncqueue.Store, storeID string, readOnly bool,
 	return syncqueue.EngineOptions{
 		StoreID: storeID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: readOnly,
 		Interval: h.cfg.Interval, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
-		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log,
+		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log, OnLoad: h.cfg.OnLoad,
 	}
 }
 

@@ -15,11 +15,16 @@ import (
 // LeftJournal is a store's journal with changes not yet confirmed by the
 // store, that no running process holds.
 type LeftJournal struct {
-	StoreID string    `json:"store_id"`
-	Dir     string    `json:"dir"`
-	Pending int       `json:"pending"`
-	Bytes   int64     `json:"bytes"`
-	ModTime time.Time `json:"modified"`
+	StoreID string `json:"store_id"`
+	Dir     string `json:"dir"`
+	// Pending counts the changes it holds, Deletes those that are deletes.
+	Pending int   `json:"pending"`
+	Deletes int   `json:"deletes"`
+	Bytes   int64 `json:"bytes"`
+	// DamagedBytes are bytes of the journal that fail their checks: the
+	// next mount of the store salvages the rest and keeps a copy.
+	DamagedBytes int64     `json:"damaged_bytes"`
+	ModTime      time.Time `json:"modified"`
 }
 
 // LeftJournals lists the journals in a state dir that hold unsynced
@@ -28,10 +33,11 @@ type LeftJournal struct {
 func LeftJournals(stateDir string) []LeftJournal {
 	var out []LeftJournal
 	for _, info := range InspectJournals(stateDir) {
-		if info.LockedBy != 0 || info.Pending == 0 {
+		if info.LockedBy != 0 || (info.Pending == 0 && info.Lost == 0) {
 			continue
 		}
-		out = append(out, LeftJournal{StoreID: filepath.Base(info.Dir), Dir: info.Dir, Pending: info.Pending, Bytes: info.FileBytes, ModTime: info.ModTime})
+		out = append(out, LeftJournal{StoreID: filepath.Base(info.Dir), Dir: info.Dir, Pending: info.Pending, Deletes: info.Deletes,
+			Bytes: info.FileBytes, DamagedBytes: info.Lost, ModTime: info.ModTime})
 	}
 	return out
 }

@@ -26,7 +26,8 @@ import (
 // Each process that mounts (memfs mount, worker, session, up) listens on
 // its own unix socket, <state dir>/run/<pid>.sock, mode 0600 in a 0700
 // directory, and answers GET /status with a ProcessStatus in JSON — live
-// figures, read from the engines, without touching the state dir. The
+// figures, read from the engines (and the conflict counts, read from the
+// state dir's conflict log; nothing is written). The
 // process removes its socket when it stops; a socket left by a killed
 // process refuses connections and is skipped (and removed by the next
 // process that starts in the state dir).
@@ -34,11 +35,12 @@ import (
 // Lifecycle: StartStatusServer, then Close. A nil *StatusServer is valid
 // and serves nothing (tests that mount in-process).
 type StatusServer struct {
-	path    string
-	ln      net.Listener
-	srv     *http.Server
-	started time.Time
-	done    chan struct{}
+	path     string
+	stateDir string
+	ln       net.Listener
+	srv      *http.Server
+	started  time.Time
+	done     chan struct{}
 
 	mu     sync.Mutex
 	mounts map[*Mounted]MountLabels // GUARDED_BY(mu)
@@ -52,20 +54,31 @@ type MountLabels struct {
 
 // ProcessStatus is one process's answer.
 type ProcessStatus struct {
-	PID     int           `json:"pid"`
-	Command string        `json:"command"`
-	Started time.Time     `json:"started"`
-	Mounts  []MountStatus `json:"mounts"`
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	// StateDir is the state dir the process uses (its socket's).
+	StateDir string        `json:"state_dir"`
+	Started  time.Time     `json:"started"`
+	Mounts   []MountStatus `json:"mounts"`
 }
 
 // MountStatus is one mount of a process.
 type MountStatus struct {
 	Dir     string `json:"dir"`
 	StoreID string `json:"store_id"`
+	// StoreName is the store's name as read at mount.
+	StoreName string `json:"store_name"`
 	// Access is read_only or read_write, from the kernel's mount flags.
 	Access string `json:"access"`
 	MountLabels
-	Sync syncqueue.Status `json:"sync"`
+	// LastSyncAgeSeconds is how long before the answer Sync.LastSync was,
+	// so scripts need no clock of their own; absent before the first
+	// successful sync.
+	LastSyncAgeSeconds *float64 `json:"last_sync_age_seconds,omitempty"`
+	// Conflicts is how many local versions of this store the state dir's
+	// conflict log keeps (memfs conflicts list).
+	Conflicts int              `json:"conflicts"`
+	Sync      syncqueue.Status `json:"sync"`
 }
 
 // statusDir is where the sockets of a state dir live.
@@ -84,7 +97,7 @@ func StartStatusServer(stateDir string, log logrus.FieldLogger) (*StatusServer, 
 	if err != nil {
 		return nil, fmt.Errorf("status socket %s: %w", path, err)
 	}
-	s := &StatusServer{path: path, ln: ln, started: time.Now(), done: make(chan struct{}), mounts: map[*Mounted]MountLabels{}}
+	s := &StatusServer{path: path, stateDir: stateDir, ln: ln, started: time.Now(), done: make(chan struct{}), mounts: map[*Mounted]MountLabels{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "application/json")
@@ -186,7 +199,7 @@ func (s *StatusServer) remove(m *Mounted) {
 
 // Status is this process's answer.
 func (s *StatusServer) Status() ProcessStatus {
-	ps := ProcessStatus{PID: os.Getpid(), Command: strings.Join(os.Args[:min(2, len(os.Args))], " "), Started: s.started}
+	ps := ProcessStatus{PID: os.Getpid(), Command: strings.Join(os.Args[:min(2, len(os.Args))], " "), StateDir: s.stateDir, Started: s.started}
 	s.mu.Lock()
 	mounts := make(map[*Mounted]MountLabels, len(s.mounts))
 	for m, l := range s.mounts {
@@ -199,16 +212,35 @@ func (s *StatusServer) Status() ProcessStatus {
 			kernel[mi.Dir] = mi
 		}
 	}
+	conflicts := ConflictCounts(s.stateDir)
+	now := time.Now()
 	for m, l := range mounts {
 		st := m.engine.Status()
 		access := "read_write"
 		if mi, ok := kernel[m.Dir()]; ok && mi.ReadOnly() || st.ReadOnly {
 			access = "read_only"
 		}
-		ps.Mounts = append(ps.Mounts, MountStatus{Dir: m.Dir(), StoreID: st.StoreID, Access: access, MountLabels: l, Sync: st})
+		ms := MountStatus{Dir: m.Dir(), StoreID: st.StoreID, StoreName: st.StoreName, Access: access, MountLabels: l,
+			Conflicts: conflicts[st.StoreID], Sync: st}
+		if st.LastSync != nil {
+			age := now.Sub(*st.LastSync).Seconds()
+			ms.LastSyncAgeSeconds = &age
+		}
+		ps.Mounts = append(ps.Mounts, ms)
 	}
 	sort.Slice(ps.Mounts, func(i, j int) bool { return ps.Mounts[i].Dir < ps.Mounts[j].Dir })
 	return ps
+}
+
+// ConflictCounts counts the conflicts a state dir's log keeps, per store.
+// It only reads.
+func ConflictCounts(stateDir string) map[string]int {
+	all, _ := syncqueue.OpenConflictLog(stateDir, syncqueue.ConflictRetention{}).List()
+	out := map[string]int{}
+	for _, c := range all {
+		out[c.StoreID]++
+	}
+	return out
 }
 
 // ReadStatuses asks every live process serving mounts from stateDir for

@@ -50,6 +50,9 @@ type Config struct {
 	Log logrus.FieldLogger
 	// Status, when set, shows the session's mounts to memfs status.
 	Status *StatusServer
+	// OnLoad, when set, hears how loading each store at mount goes
+	// (syncqueue.EngineOptions.OnLoad).
+	OnLoad func(syncqueue.LoadProgress)
 	// Owner owns each session's mounts: the files loaded from the store
 	// and the mount roots, with their modes — the agent's user, so that
 	// its tools can work in them.

@@ -15,11 +15,11 @@ func init() {
 }
 
 func runConflicts(args []string) error {
-	var stateDir string
+	var sd stateDirFlags
 	fset := flag.NewFlagSet("conflicts", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs conflicts list [--state-dir DIR]
-       memfs conflicts show [--state-dir DIR] ID
+		fmt.Fprint(fset.Output(), `Usage: memfs conflicts list [--state-dir DIR | --data-dir DIR]
+       memfs conflicts show [--state-dir DIR | --data-dir DIR] ID
 
 When a file changed both on a mount and in the store, the store wins and
 the local version is kept in the conflict log of the state dir. 'list'
@@ -33,8 +33,12 @@ Flags:
 `)
 		fset.PrintDefaults()
 	}
-	fset.StringVar(&stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "the state dir of the mounts (env MEMFS_STATE_DIR)")
+	sd.add(fset)
 	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	stateDir, _, err := sd.dir()
 	if err != nil {
 		return err
 	}

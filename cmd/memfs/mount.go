@@ -145,6 +145,10 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	onLoad, err := loadProgress(os.Stderr)
+	if err != nil {
+		return err
+	}
 	cl, err := client.New(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log})
 	if err != nil {
 		return usagef("%v", err)
@@ -171,7 +175,7 @@ Flags:
 		Engine: syncqueue.EngineOptions{
 			StoreID: storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: readOnly,
 			Interval: interval, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-			Owner: owner,
+			Owner: owner, OnLoad: onLoad,
 		},
 		Mountpoint: pos[0],
 		FS:         fs.MountOptions{AllowOther: allowOther, Debug: debug},

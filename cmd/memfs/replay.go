@@ -16,10 +16,11 @@ func init() {
 }
 
 func runReplay(args []string) error {
-	var apiURL, stateDir string
+	var apiURL string
+	var sd stateDirFlags
 	fset := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs replay --api-url URL --api-key-file FILE [--state-dir DIR]
+		fmt.Fprint(fset.Output(), `Usage: memfs replay --api-url URL --api-key-file FILE [--state-dir DIR | --data-dir DIR]
 
 Pushes every journal left in the state dir (changes a killed mount or
 worker closed but never uploaded) to the store with the given key (an
@@ -42,8 +43,12 @@ Flags:
 	}
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
 	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
-	fset.StringVar(&stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "the state dir (env MEMFS_STATE_DIR)")
+	sd.add(fset)
 	if _, err := parseInterleaved(fset, args); err != nil {
+		return err
+	}
+	stateDir, _, err := sd.dir()
+	if err != nil {
 		return err
 	}
 	apiKey, err := keyFlag.resolve(os.Getenv)

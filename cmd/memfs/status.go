@@ -6,13 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"text/tabwriter"
+	"slices"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
@@ -25,45 +23,86 @@ func init() {
 
 // statusReport is what memfs status shows (its --json form).
 type statusReport struct {
-	StateDir string                 `json:"state_dir"`
-	Live     []worker.ProcessStatus `json:"processes"`
+	// StateDir is the first state dir looked at; StateDirs all of them
+	// (plain memfs status adds memfs up's, see statusDirs).
+	StateDir  string                 `json:"state_dir"`
+	StateDirs []string               `json:"state_dirs"`
+	Live      []worker.ProcessStatus `json:"processes"`
 	// OtherMounts are memfs mounts served by processes of another state dir.
-	OtherMounts []fs.MountInfo `json:"other_mounts"`
+	OtherMounts []mountEntry `json:"other_mounts"`
 	// DeadMounts are memfs mounts whose process is gone ("Transport
 	// endpoint is not connected").
-	DeadMounts []fs.MountInfo       `json:"dead_mounts"`
+	DeadMounts []mountEntry         `json:"dead_mounts"`
 	Left       []worker.LeftJournal `json:"journals_left_behind"`
 	Damaged    []string             `json:"damaged_journals"`
 	Conflicts  int                  `json:"conflicts"`
+	ByStore    map[string]int       `json:"conflicts_by_store"`
+	Kept       []conflictEntry      `json:"conflict_log"`
+}
+
+// mountEntry is a memfs mount in the kernel's table that no process of
+// the state dirs serves.
+type mountEntry struct {
+	Dir     string `json:"dir"`
+	StoreID string `json:"store_id"`
+	// Fix is the command that clears a dead mount.
+	Fix string `json:"fix,omitempty"`
+	// NotAnswering: its process neither answered within
+	// mountProbeTimeout nor is gone (hung, or very busy).
+	NotAnswering bool `json:"not_answering,omitempty"`
+}
+
+// conflictEntry is one kept conflict and the state dir whose log holds it
+// (memfs conflicts show --state-dir DIR ID).
+type conflictEntry struct {
+	syncqueue.Conflict
+	StateDir string `json:"state_dir"`
 }
 
 func runStatus(args []string) error {
-	var stateDir string
+	var sd stateDirFlags
 	var asJSON bool
 	fset := flag.NewFlagSet("status", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs status [--state-dir DIR] [--json]
+		fmt.Fprint(fset.Output(), `Usage: memfs status [--state-dir DIR | --data-dir DIR] [--json]
 
 Shows, for every memfs process on this host that uses the state dir, each
-mount: store, path, access, session, the changes not yet in the store and
-the reason each waits (store unreachable, no space for the journal, the
+mount: the store (id and name), path, access (from the kernel's mount
+flags), session and work item, the changes not yet in the store and the
+reason each waits (store unreachable, no space for the journal, the
 store's memory cap, content not UTF-8, a path conflict, ...), the last
-successful sync and the last error. Then what no process holds: mounts
-whose process died (with the fix), journals left behind (replayed by the
-next mount of the store, or memfs replay), copies of damaged journals,
-and the conflict log. It only reads: nothing is changed, replayed or
-repaired. memfs up keeps its state in <data dir>/state.
+successful sync, the last error, its conflicts and journal size. It asks
+the processes themselves (a socket each, <state dir>/run/<pid>.sock).
+Then what no process holds: mounts whose process died (with the fix),
+journals left behind (replayed by the next mount of the store, or memfs
+replay), damaged journals, and the conflict log.
+
+It only reads: nothing is changed, replayed or repaired, and it prints
+nothing but its answer.
+
+Which state dir: --state-dir, or --data-dir DIR for the state of
+'memfs up --data-dir DIR' (DIR/state), or MEMFS_STATE_DIR. With none of
+them it shows the default state dir and also memfs up's under the default
+data dir, when that exists.
 
 Flags:
 `)
 		fset.PrintDefaults()
 	}
-	fset.StringVar(&stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "the state dir (env MEMFS_STATE_DIR)")
+	sd.add(fset)
 	fset.BoolVar(&asJSON, "json", false, "print JSON")
-	if _, err := parseInterleaved(fset, args); err != nil {
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
 		return err
 	}
-	rep, err := gatherStatus(stateDir)
+	if len(pos) > 0 {
+		return usagef("status takes no arguments, not %q", pos[0])
+	}
+	dir, named, err := sd.dir()
+	if err != nil {
+		return err
+	}
+	rep, err := gatherStatus(statusDirs(dir, named, upStateDir(defaultDataDir())))
 	if err != nil {
 		return err
 	}
@@ -72,21 +111,55 @@ Flags:
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printStatus(os.Stdout, rep)
+	printStatus(os.Stdout, rep, time.Now())
 	return nil
 }
 
-func gatherStatus(stateDir string) (statusReport, error) {
-	rep := statusReport{StateDir: stateDir}
+// statusDirs is the state dirs plain memfs status looks at: the one named,
+// or else the default and, when it is a directory, upDir — memfs up keeps
+// its state under its data dir, and `memfs up` with the default data dir
+// is the usual way to try memfs, so plain `memfs status` finds it.
+func statusDirs(dir string, named bool, upDir string) []string {
+	if named || upDir == dir {
+		return []string{dir}
+	}
+	if fi, err := os.Stat(upDir); err == nil && fi.IsDir() {
+		return []string{dir, upDir}
+	}
+	return []string{dir}
+}
+
+// gatherStatus reads the status of every state dir of dirs. It only
+// reads: sockets are asked, journals and the conflict log are read, and
+// nothing is locked, created or removed.
+func gatherStatus(dirs []string) (statusReport, error) {
+	rep := statusReport{StateDir: dirs[0], StateDirs: dirs, Live: []worker.ProcessStatus{}, OtherMounts: []mountEntry{},
+		DeadMounts: []mountEntry{}, Left: []worker.LeftJournal{}, Damaged: []string{}, ByStore: map[string]int{}, Kept: []conflictEntry{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rep.Live = worker.ReadStatuses(ctx, stateDir)
 	served := map[string]bool{}
-	for _, p := range rep.Live {
-		for _, m := range p.Mounts {
-			served[m.Dir] = true
+	for _, dir := range dirs {
+		for _, p := range worker.ReadStatuses(ctx, dir) {
+			rep.Live = append(rep.Live, p)
+			for _, m := range p.Mounts {
+				served[m.Dir] = true
+			}
+		}
+		rep.Left = append(rep.Left, worker.LeftJournals(dir)...)
+		for _, info := range worker.InspectJournals(dir) {
+			rep.Damaged = append(rep.Damaged, info.Damaged...)
+		}
+		conflicts, err := syncqueue.OpenConflictLog(dir, syncqueue.ConflictRetention{}).List()
+		if err != nil {
+			return rep, fmt.Errorf("read the conflict log: %w", err)
+		}
+		for _, c := range conflicts {
+			rep.Kept = append(rep.Kept, conflictEntry{Conflict: c, StateDir: dir})
+			rep.ByStore[c.StoreID]++
 		}
 	}
+	rep.Conflicts = len(rep.Kept)
+	slices.SortStableFunc(rep.Kept, func(a, b conflictEntry) int { return a.Time.Compare(b.Time) })
 	mounts, err := fs.Mounts()
 	if err != nil {
 		return rep, err
@@ -95,140 +168,41 @@ func gatherStatus(stateDir string) (statusReport, error) {
 		if mi.FSType != "fuse."+fs.FSType || served[mi.Dir] {
 			continue
 		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(mi.Dir, &st); errors.Is(err, syscall.ENOTCONN) {
-			rep.DeadMounts = append(rep.DeadMounts, mi)
-		} else {
-			rep.OtherMounts = append(rep.OtherMounts, mi)
+		e := mountEntry{Dir: mi.Dir, StoreID: mi.Source}
+		switch err := probeMount(mi.Dir, mountProbeTimeout); {
+		case errors.Is(err, unix.ENOTCONN):
+			e.Fix = "umount -l " + shellQuote(mi.Dir)
+			rep.DeadMounts = append(rep.DeadMounts, e)
+		case errors.Is(err, context.DeadlineExceeded):
+			e.NotAnswering = true
+			rep.OtherMounts = append(rep.OtherMounts, e)
+		default:
+			rep.OtherMounts = append(rep.OtherMounts, e)
 		}
 	}
-	rep.Left = worker.LeftJournals(stateDir)
-	for _, info := range worker.InspectJournals(stateDir) {
-		rep.Damaged = append(rep.Damaged, info.Damaged...)
-	}
-	conflicts, _ := syncqueue.OpenConflictLog(stateDir, syncqueue.ConflictRetention{}).List()
-	rep.Conflicts = len(conflicts)
 	return rep, nil
 }
 
-func printStatus(out io.Writer, rep statusReport) {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "MOUNTS (state dir %s)\n", rep.StateDir)
-	fmt.Fprintln(w, "PATH\tSTORE\tACCESS\tSESSION\tPENDING\tLAST SYNC\tLAST ERROR")
-	n := 0
-	var pending [][]string
-	for _, p := range rep.Live {
-		for _, m := range p.Mounts {
-			n++
-			s := m.Sync
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Dir, m.StoreID, m.Access, orDash(m.SessionID),
-				pendingSummary(s), lastSync(s), lastError(s))
-			for _, c := range s.Pending {
-				why := c.Reason
-				if c.Error != "" && reasonsWithDetail[c.Reason] {
-					why += ": " + clip(c.Error)
-				}
-				pending = append(pending, []string{m.StoreID, c.Path, c.Op, why})
-			}
-			if s.Damaged != nil {
-				pending = append(pending, []string{m.StoreID, "(journal)", "damaged", fmt.Sprintf("%d bytes could not be read at mount; the damaged copy is %s", s.Damaged.LostBytes, s.Damaged.KeptAt)})
-			}
-		}
-	}
-	if n == 0 {
-		fmt.Fprintln(w, "(none)")
-	}
-	w.Flush()
-	if len(pending) > 0 {
-		fmt.Fprintln(out, "\nCHANGES NOT YET IN THE STORE")
-		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "STORE\tPATH\tCHANGE\tWAITS BECAUSE")
-		for _, r := range pending {
-			fmt.Fprintln(w, strings.Join(r, "\t"))
-		}
-		w.Flush()
-	}
-	if len(rep.DeadMounts) > 0 {
-		fmt.Fprintln(out, "\nDEAD MOUNTS (their memfs process is gone: \"Transport endpoint is not connected\")")
-		for _, mi := range rep.DeadMounts {
-			fmt.Fprintf(out, "  %s  %s  fix: umount -l %s   (its journal is replayed by the next mount of the store)\n", mi.Dir, mi.Source, mi.Dir)
-		}
-	}
-	if len(rep.OtherMounts) > 0 {
-		fmt.Fprintln(out, "\nOTHER MEMFS MOUNTS (served by a process with another state dir)")
-		for _, mi := range rep.OtherMounts {
-			fmt.Fprintf(out, "  %s  %s\n", mi.Dir, mi.Source)
-		}
-	}
-	fmt.Fprintln(out, "\nJOURNALS LEFT BEHIND (replayed by the next mount of the store, or memfs replay)")
-	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "STORE\tPENDING\tBYTES\tAGE")
-	for _, lj := range rep.Left {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", lj.StoreID, lj.Pending, lj.Bytes, time.Since(lj.ModTime).Round(time.Second))
-	}
-	if len(rep.Left) == 0 {
-		fmt.Fprintln(w, "(none)")
-	}
-	w.Flush()
-	if len(rep.Damaged) > 0 {
-		fmt.Fprintln(out, "\nDAMAGED JOURNALS (salvaged at mount; these copies are kept for a human: inspect, then remove)")
-		for _, d := range rep.Damaged {
-			size := int64(-1)
-			if fi, err := os.Stat(d); err == nil {
-				size = fi.Size()
-			}
-			fmt.Fprintf(out, "  %s  (%d bytes, store %s)\n", d, size, filepath.Base(filepath.Dir(d)))
-		}
-	}
-	fmt.Fprintf(out, "\nCONFLICTS KEPT: %d (memfs conflicts list)\n", rep.Conflicts)
-}
+// mountProbeTimeout bounds the wait for a mount whose process neither
+// answers nor is gone.
+const mountProbeTimeout = 2 * time.Second
 
-func pendingSummary(s syncqueue.Status) string {
-	if s.ReadOnly {
-		return "-"
+// probeMount asks the filesystem at dir for its statfs: FUSE sends that
+// to the process every time (a stat may be answered from the kernel's
+// cache, which hides a dead mount), and a mount whose process is gone
+// answers ENOTCONN. A process that does not answer within timeout gives
+// context.DeadlineExceeded; the probe is then left behind (it ends when
+// memfs status exits).
+func probeMount(dir string, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		var st unix.Statfs_t
+		done <- unix.Statfs(dir, &st)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return context.DeadlineExceeded
 	}
-	out := fmt.Sprintf("%d up, %d del", s.PendingUploads, s.PendingDeletes)
-	if s.NoSpace {
-		out += ", STATE DIR FULL"
-	}
-	if s.Unreachable {
-		out += ", STORE UNREACHABLE"
-	}
-	return out
-}
-
-func lastSync(s syncqueue.Status) string {
-	if s.LastSync == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%s (%s ago)", s.LastSync.Format(time.TimeOnly), time.Since(*s.LastSync).Round(time.Second))
-}
-
-func lastError(s syncqueue.Status) string {
-	if s.LastError == "" {
-		return "-"
-	}
-	return fmt.Sprintf("%s ago: %s", time.Since(*s.LastErrorAt).Round(time.Second), clip(s.LastError))
-}
-
-// reasonsWithDetail are the reasons whose error says something the reason
-// alone does not (the store's message, the path that is taken); the table
-// leaves the others' errors out (--json has them all).
-var reasonsWithDetail = map[string]bool{syncqueue.ReasonPath: true, syncqueue.ReasonRefused: true,
-	syncqueue.ReasonCredential: true, syncqueue.ReasonCap: false}
-
-// clip shortens an error for a table cell.
-func clip(s string) string {
-	const maxLen = 140
-	if len(s) <= maxLen {
-		return s
-	}
-	return s[:maxLen] + "…"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

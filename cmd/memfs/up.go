@@ -108,6 +108,10 @@ Flags:
 	if err != nil {
 		return err
 	}
+	onLoad, err := loadProgress(os.Stderr)
+	if err != nil {
+		return err
+	}
 	adminKey, err := upAdminKey(dataDir)
 	if err != nil {
 		return err
@@ -151,12 +155,12 @@ Flags:
 	}
 	mountPath := sess.Resources[0].MountPath
 
-	stateDir := filepath.Join(dataDir, "state")
+	stateDir := upStateDir(dataDir)
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
-		Owner: owner, AllowOther: allowOther, Metrics: wm})
+		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad})
 	if err != nil {
 		return err
 	}

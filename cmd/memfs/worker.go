@@ -74,6 +74,9 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval,
 		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: replayKey, Log: log,
 		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
+	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {
+		return cfg, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("%v", err)
 	}

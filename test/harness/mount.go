@@ -34,6 +34,8 @@ type MountOptions struct {
 	// NewGroup starts the process in a process group of its own (see
 	// ProcOptions.NewGroup and Proc.SignalGroup).
 	NewGroup bool
+	// Env is added to the process's environment.
+	Env []string
 }
 
 func (o MountOptions) args() []string {
@@ -85,7 +87,7 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
 		}
 	})
-	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup}, opts.args()...)
+	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup, Env: opts.Env}, opts.args()...)
 	line := m.Proc.WaitOutput(1, 60*time.Second, "mounted at", "Ctrl-C to unmount")
 	sm := mountedRe.FindStringSubmatch(line)
 	if sm == nil {
@@ -131,6 +133,9 @@ func RunMount(t testing.TB, opts MountOptions, timeout time.Duration) (code int,
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Binary(t), opts.args()...)
+	if len(opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

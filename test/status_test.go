@@ -1,0 +1,497 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/test/harness"
+	"github.com/memfs/memfs/worker"
+)
+
+// Issue 10, items 1, 2, 4 and 5 on real processes: memfs status against
+// live mounts and what they leave behind, the log lines of sync passes
+// and outages, and the line that says a store was loaded.
+
+// stReport is `memfs status --json`.
+type stReport struct {
+	StateDirs []string               `json:"state_dirs"`
+	Processes []worker.ProcessStatus `json:"processes"`
+	Dead      []struct {
+		Dir string `json:"dir"`
+		Fix string `json:"fix"`
+	} `json:"dead_mounts"`
+	Left      []worker.LeftJournal `json:"journals_left_behind"`
+	Damaged   []string             `json:"damaged_journals"`
+	Conflicts int                  `json:"conflicts"`
+	ByStore   map[string]int       `json:"conflicts_by_store"`
+	Kept      []struct {
+		syncqueue.Conflict
+		StateDir string `json:"state_dir"`
+	} `json:"conflict_log"`
+}
+
+// stStatus runs memfs status with args and --json; it fails the test
+// unless it exits 0, prints only JSON and nothing on stderr.
+func stStatus(t *testing.T, args ...string) stReport {
+	t.Helper()
+	out, errb, code := cvMemfs(t, nil, append([]string{"status", "--json"}, args...)...)
+	if code != 0 || errb != "" {
+		t.Fatalf("memfs status --json %v exited %d; stderr:\n%s", args, code, errb)
+	}
+	var rep stReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil { // a log line on stdout fails here
+		t.Fatalf("memfs status --json: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// mount returns the status of the mount at dir, failing the test if no
+// process serves it.
+func (r stReport) mount(t *testing.T, dir string) worker.MountStatus {
+	t.Helper()
+	for _, p := range r.Processes {
+		for _, m := range p.Mounts {
+			if m.Dir == dir {
+				return m
+			}
+		}
+	}
+	t.Fatalf("memfs status lists no mount at %s: %+v", dir, r.Processes)
+	return worker.MountStatus{}
+}
+
+// stText runs memfs status (text) with args: stdout, failing the test
+// unless it exits 0 with nothing on stderr.
+func stText(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errb, code := cvMemfs(t, nil, append([]string{"status"}, args...)...)
+	if code != 0 || errb != "" {
+		t.Fatalf("memfs status %v exited %d; stderr:\n%s", args, code, errb)
+	}
+	return out
+}
+
+// A live mount with changes held back for each reason a test can make:
+// the store at its cap, content that is not UTF-8, a delete within its
+// delay, then the store unreachable. Status names the store, says why
+// each change waits, counts them, and gives the journal's size and the
+// last sync with its age.
+func TestStatusLiveMount(t *testing.T) {
+	e := newMtEnvWith(t, map[string]string{"/1.md": "1\n", "/2.md": "2\n"}, harness.ServeOptions{Args: []string{"--max-memories-per-store", "3"}})
+	proxy := harness.NewFaultProxy(t, e.serve.URL)
+	m := e.mountVia(proxy.URL(), e.stateDir, "60s")
+	mtMustSh(t, m.Dir, `echo three > 3.md`)
+	cleanPass := time.Now()
+	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 1, "failed": 0, "left": 0})
+	mtMustSh(t, m.Dir, `echo over the cap > new.md; printf '\377' > bin.md; rm 1.md`)
+	capPass := time.Now()
+	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 1, "left": 3})
+
+	rep := stStatus(t, "--state-dir", e.stateDir)
+	ms := rep.mount(t, m.Dir)
+	if ms.StoreID != e.storeID || ms.StoreName != t.Name() || ms.Sync.StoreName != t.Name() || ms.Access != "read_write" {
+		t.Errorf("mount %s: store %s %q (sync: %q), access %s; want %s %q, read_write", ms.Dir, ms.StoreID, ms.StoreName, ms.Sync.StoreName, ms.Access, e.storeID, t.Name())
+	}
+	reasons := map[string]string{}
+	for _, c := range ms.Sync.Pending {
+		reasons[c.Op+" "+c.Path] = c.Reason
+	}
+	want := map[string]string{"create /new.md": syncqueue.ReasonCap, "create /bin.md": syncqueue.ReasonNotUTF8, "delete /1.md": syncqueue.ReasonDeleteDelay}
+	if !maps.Equal(reasons, want) {
+		t.Errorf("pending %v, want %v", reasons, want)
+	}
+	if ms.Sync.PendingUploads != 2 || ms.Sync.PendingDeletes != 1 {
+		t.Errorf("%d uploads and %d deletes pending, want 2 and 1", ms.Sync.PendingUploads, ms.Sync.PendingDeletes)
+	}
+	fi, err := os.Stat(filepath.Join(syncqueue.JournalDir(e.stateDir, e.storeID), "journal"))
+	if err != nil || ms.Sync.JournalBytes != fi.Size() || fi.Size() == 0 {
+		t.Errorf("journal bytes %d, the journal file %v (%v)", ms.Sync.JournalBytes, fi, err)
+	}
+	// The last sync is the clean pass: the cap pass failed.
+	if ls := ms.Sync.LastSync; ls == nil || ls.Before(cleanPass) || ls.After(capPass) {
+		t.Errorf("last sync %v, want the pass between %v and %v", ls, cleanPass, capPass)
+	}
+	if age := ms.LastSyncAgeSeconds; age == nil || *age < 0 || *age > time.Since(cleanPass).Seconds() {
+		t.Errorf("last sync age %v s, want within the %s since the clean pass", age, time.Since(cleanPass))
+	}
+	if ms.Conflicts != 0 || ms.Sync.Unreachable || ms.Sync.LastError != "" {
+		t.Errorf("conflicts %d, unreachable %v, last error %q: want none", ms.Conflicts, ms.Sync.Unreachable, ms.Sync.LastError)
+	}
+	text := stText(t, "--state-dir", e.stateDir)
+	for _, s := range []string{m.Dir + "\n", fmt.Sprintf("%s %q", e.storeID, t.Name()), "access      read_write",
+		"pending     2 uploads, 1 delete; journal ", "s ago)\n", "conflicts   0\n",
+		"create  /new.md  the store is at its memory cap", "create  /bin.md  content is not UTF-8",
+		"delete  /1.md    deletes wait 30 s and a confirming pass"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("memfs status does not say %q:\n%s", s, text)
+		}
+	}
+
+	// The store goes away: status says so, with the error, and a change
+	// made now waits for it.
+	proxy.Cut()
+	m.WaitOutput(1, "store unreachable", mtPollTimeout)
+	mtMustSh(t, m.Dir, `echo three again > 3.md`)
+	ms = stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir)
+	if !ms.Sync.Unreachable || ms.Sync.LastError == "" || ms.Sync.LastErrorAt == nil {
+		t.Errorf("unreachable %v, last error %q at %v: want the outage", ms.Sync.Unreachable, ms.Sync.LastError, ms.Sync.LastErrorAt)
+	}
+	if r := stReasons(ms)["/3.md"]; r != syncqueue.ReasonUnreachable {
+		t.Errorf("/3.md waits for %q, want %q", r, syncqueue.ReasonUnreachable)
+	}
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "STORE UNREACHABLE") || !strings.Contains(text, "last error  ") {
+		t.Errorf("memfs status does not show the outage:\n%s", text)
+	}
+	// Meanwhile /3.md changes in the store too: once the store is back,
+	// the store wins and the local version is kept as a conflict.
+	theirs := "three, theirs\n"
+	if _, err := e.cl.UpdateMemory(t.Context(), e.storeID, e.memories()["/3.md"].ID, store.UpdateMemoryInput{Content: &theirs}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pass()
+	m.WaitOutput(1, "store recovered", mtPollTimeout)
+	var last stReport
+	mtPoll(t, "status to count the conflict", func() (bool, string) {
+		m.SyncNow(mtPassTimeout)
+		last = stStatus(t, "--state-dir", e.stateDir)
+		return last.mount(t, m.Dir).Conflicts == 1, fmt.Sprintf("%+v", last)
+	})
+	if last.Conflicts != 1 || last.ByStore[e.storeID] != 1 || len(last.Kept) != 1 || last.Kept[0].Path != "/3.md" || last.Kept[0].StateDir != e.stateDir {
+		t.Errorf("conflicts %d, by store %v, entries %+v; want the one of /3.md", last.Conflicts, last.ByStore, last.Kept)
+	}
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "conflicts   1\n") ||
+		!strings.Contains(text, fmt.Sprintf("  %s  %s  /3.md\n", last.Kept[0].ID, e.storeID)) {
+		t.Errorf("memfs status does not show the conflict:\n%s", text)
+	}
+	// What is left is the business of other tests.
+	m.Kill()
+	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}
+
+func stReasons(ms worker.MountStatus) map[string]string {
+	out := map[string]string{}
+	for _, c := range ms.Sync.Pending {
+		out[c.Path] = c.Reason
+	}
+	return out
+}
+
+// A read-only mount shows as such: the kernel mounted it ro.
+func TestStatusReadOnlyMount(t *testing.T) {
+	e := newMtEnv(t, map[string]string{"/a.md": "a\n"})
+	m := e.mount("--read-only")
+	if opts, _ := harness.MountOptionsOf(m.Dir); !strings.HasPrefix(opts, "ro") {
+		t.Fatalf("the kernel's options for %s: %q, want ro", m.Dir, opts)
+	}
+	if ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir); ms.Access != "read_only" || ms.StoreName != t.Name() {
+		t.Errorf("read-only mount: access %s, store name %q", ms.Access, ms.StoreName)
+	}
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "access      read_only\n  pending     - (read-only") {
+		t.Errorf("memfs status of a read-only mount:\n%s", text)
+	}
+	mtStop(t, m)
+}
+
+// memfs status only reads: with two mounts killed (dead mounts), one
+// journal left behind and another one damaged, it changes nothing in the
+// state dir — no replay, no salvage, no rename, no socket removed — and
+// prints nothing but its answer.
+func TestStatusReadsOnly(t *testing.T) {
+	e := newMtEnv(t, nil)
+	other, err := e.cl.CreateStore(t.Context(), store.CreateStoreInput{Name: t.Name() + " (damaged)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := e.mount()
+	b := harness.StartMount(t, harness.MountOptions{URL: e.serve.URL, APIKey: e.serve.AdminKey, Store: other.ID,
+		Dir: filepath.Join(filepath.Dir(e.dir), "damaged"), StateDir: e.stateDir, Args: []string{"--memory-sync-interval", "60s"}})
+	e.serve.Stop() // nothing is uploaded: the journals hold it all
+	mtMustSh(t, a.Dir, `echo left > left.md && mkdir d && echo also > d/also.md`)
+	for i := range 10 {
+		mtMustSh(t, b.Dir, `printf 'version of %s\n' "$1" > "$1"`, ftName(i))
+	}
+	a.Kill()
+	b.Kill()
+	t.Cleanup(func() {
+		unix.Unmount(a.Dir, unix.MNT_DETACH) //nolint:errcheck
+		unix.Unmount(b.Dir, unix.MNT_DETACH) //nolint:errcheck
+	})
+	jpath := filepath.Join(syncqueue.JournalDir(e.stateDir, other.ID), "journal")
+	j, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(j, []byte("version of f05.md"))
+	if at < 0 {
+		t.Fatal("the journal does not hold the record to damage")
+	}
+	j[at+3] ^= 0x20
+	if err := os.WriteFile(jpath, j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	before := mtSnapshot(t, e.stateDir)
+	text := stText(t, "--state-dir", e.stateDir)
+	rep := stStatus(t, "--state-dir", e.stateDir)
+	if after := mtSnapshot(t, e.stateDir); after != before {
+		t.Fatalf("memfs status changed the state dir:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	if !strings.HasPrefix(text, "state dir "+e.stateDir+"\n") {
+		t.Errorf("memfs status does not begin with its answer:\n%s", text)
+	}
+	dead := map[string]string{}
+	for _, d := range rep.Dead {
+		dead[d.Dir] = d.Fix
+	}
+	for _, m := range []*harness.Mount{a, b} {
+		if dead[m.Dir] != "umount -l "+m.Dir {
+			t.Errorf("dead mount %s: fix %q, want umount -l (dead mounts: %v)", m.Dir, dead[m.Dir], dead)
+		}
+		if !strings.Contains(text, "fix: umount -l "+m.Dir) {
+			t.Errorf("the text does not give the fix for %s:\n%s", m.Dir, text)
+		}
+	}
+	left := map[string]worker.LeftJournal{}
+	for _, lj := range rep.Left {
+		left[lj.StoreID] = lj
+	}
+	if lj := left[e.storeID]; lj.Pending != 2 || lj.DamagedBytes != 0 || lj.Bytes == 0 {
+		t.Errorf("the journal left behind: %+v, want 2 changes, no damage", lj)
+	}
+	if lj := left[other.ID]; lj.DamagedBytes == 0 || lj.Pending == 0 {
+		t.Errorf("the damaged journal: %+v, want damaged bytes and the changes still readable", lj)
+	}
+	if len(rep.Processes) != 0 {
+		t.Errorf("processes of killed mounts answered: %+v", rep.Processes)
+	}
+	// The next mount salvages: then, and only then, the copy exists.
+	if len(rep.Damaged) != 0 {
+		t.Errorf("damaged copies before any mount salvaged: %v", rep.Damaged)
+	}
+}
+
+// After `memfs up --data-dir X`, `memfs status --data-dir X` finds its
+// worker's mount: the demo store by name, the session and its work item.
+func TestStatusUpDataDir(t *testing.T) {
+	mtRequireFUSE(t)
+	up := startUp(t, "--memory-sync-interval", "5s")
+	rep := stStatus(t, "--data-dir", up.dataDir)
+	ms := rep.mount(t, up.dir)
+	if ms.StoreID != up.storeID || ms.StoreName != "demo" || ms.Access != "read_write" ||
+		!strings.HasPrefix(ms.SessionID, store.PrefixSession) || !strings.HasPrefix(ms.WorkID, store.PrefixWork) {
+		t.Errorf("memfs up's mount: %+v; want the demo store, read_write, with its session and work item", ms)
+	}
+	if p := rep.Processes[0]; p.StateDir != filepath.Join(up.dataDir, "state") || !strings.HasSuffix(p.Command, "memfs up") {
+		t.Errorf("process %d: state dir %s, command %q", p.PID, p.StateDir, p.Command)
+	}
+	text := stText(t, "--data-dir", up.dataDir)
+	if !strings.Contains(text, fmt.Sprintf("%s %q", up.storeID, "demo")) || !strings.Contains(text, "session     "+ms.SessionID+", work item "+ms.WorkID) {
+		t.Errorf("memfs status --data-dir:\n%s", text)
+	}
+	// Bad input: a data dir up never ran in, and both flags.
+	if _, errb, code := cvMemfs(t, nil, "status", "--data-dir", filepath.Join(up.dataDir, "nope")); code != 1 || !strings.Contains(errb, "no state dir at") {
+		t.Errorf("status --data-dir of nothing: exit %d, %q", code, errb)
+	}
+	if _, errb, code := cvMemfs(t, nil, "status", "--data-dir", up.dataDir, "--state-dir", up.dataDir); code != 2 || !strings.Contains(errb, "not both") {
+		t.Errorf("status with both flags: exit %d, %q", code, errb)
+	}
+	if out, errb, code := cvMemfs(t, nil, "conflicts", "list", "--data-dir", up.dataDir); code != 0 || !strings.Contains(out+errb, "no conflicts in "+filepath.Join(up.dataDir, "state")) {
+		t.Errorf("conflicts list --data-dir: exit %d, %q %q", code, out, errb)
+	}
+	up.proc.Signal(syscall.SIGINT)
+	if code := up.proc.Wait(wkExitTimeout); code != 0 {
+		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, up.proc.Output())
+	}
+}
+
+// stPassLines are the flusher's info lines of a mount's log.
+func stPassLines(m *harness.Mount) []string { return m.Lines(`msg="sync pass" `) }
+
+// A real mount's log: one info line per pass that uploaded or was
+// refused, none for a pass with nothing new to say, and one line when an
+// outage starts and one when it ends however many passes fail between.
+func TestMountLogLines(t *testing.T) {
+	e := newMtEnvWith(t, map[string]string{"/1.md": "1\n", "/2.md": "2\n"}, harness.ServeOptions{Args: []string{"--max-memories-per-store", "3"}})
+	proxy := harness.NewFaultProxy(t, e.serve.URL)
+	m := e.mountVia(proxy.URL(), e.stateDir, "60s")
+	pass := func(what string, want map[string]int) {
+		t.Helper()
+		n := len(stPassLines(m))
+		m.SyncNow(mtPassTimeout)
+		lines := stPassLines(m)[n:]
+		switch {
+		case want == nil && len(lines) > 0:
+			t.Errorf("%s: logged %q, want nothing", what, lines)
+		case want != nil && len(lines) != 1:
+			t.Errorf("%s: %d sync pass lines, want 1:\n%s", what, len(lines), m.Output())
+		case want != nil:
+			if !strings.Contains(lines[0], "level=info") {
+				t.Errorf("%s: %q is not at info", what, lines[0])
+			}
+			mtCheckPass(t, lines[0], want)
+		}
+	}
+	pass("an idle pass", nil)
+	mtMustSh(t, m.Dir, `echo 3 > 3.md`)
+	pass("an upload", map[string]int{"uploaded": 1})
+	mtMustSh(t, m.Dir, `echo 4 > 4.md`)
+	pass("a refusal at the cap", map[string]int{"uploaded": 0, "failed": 1})
+	if l := stPassLines(m); !strings.Contains(l[len(l)-1], "refused=1") {
+		t.Errorf("the refusal's line: %q", l[len(l)-1])
+	}
+	pass("the same refusal again", nil)
+
+	proxy.Cut()
+	m.WaitOutput(1, "store unreachable", mtPollTimeout)
+	pass("a pass during the outage", nil)
+	pass("another pass during the outage", nil)
+	proxy.Pass()
+	m.WaitOutput(1, "store recovered", mtPollTimeout)
+	pass("a pass after the outage", nil)
+	for msg, level := range map[string]string{"store unreachable": "warning", "store recovered": "info"} {
+		lines := m.Lines(msg)
+		if len(lines) != 1 || !strings.Contains(lines[0], "level="+level) {
+			t.Errorf("%q lines, want one at %s:\n%s", msg, level, strings.Join(lines, "\n"))
+		}
+	}
+	m.Kill()
+	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}
+
+// stLoadFiles is a store of 45 memories (three pages at the root and a
+// folder): path -> content, and their bytes.
+func stLoadFiles() (map[string]string, int) {
+	files := map[string]string{}
+	n := 0
+	for i := range 45 {
+		p := fmt.Sprintf("/m%02d.md", i)
+		if i%5 == 0 {
+			p = "/dir" + p
+		}
+		files[p] = strings.Repeat(fmt.Sprintf("memory %d\n", i), i+1)
+		n += len(files[p])
+	}
+	return files, n
+}
+
+// Loading a store logs one summary line at info; not on a terminal, no
+// progress is printed even at the shortest period.
+func TestMountLoadSummary(t *testing.T) {
+	files, size := stLoadFiles()
+	e := newMtEnv(t, files)
+	o := e.opts()
+	o.Env = []string{"MEMFS_LOAD_PROGRESS_EVERY=0"}
+	m := harness.StartMount(t, o)
+	line := m.WaitOutput(1, "memory store loaded", mtPollTimeout)
+	for _, s := range []string{"level=info", "memories=45 ", fmt.Sprintf("bytes=%d ", size), "seconds=", "store=" + e.storeID} {
+		if !strings.Contains(line, s) {
+			t.Errorf("the load line %q lacks %q", line, s)
+		}
+	}
+	if l := m.Lines("loading " + e.storeID); len(l) > 0 {
+		t.Errorf("progress printed with stderr a pipe: %q", l)
+	}
+	mtStop(t, m)
+	// A bad period is a usage error, before anything is mounted.
+	o.Env = []string{"MEMFS_LOAD_PROGRESS_EVERY=soon"}
+	code, _, errb := harness.RunMount(t, o, mtExitTimeout)
+	if code != 2 || !strings.Contains(errb, "MEMFS_LOAD_PROGRESS_EVERY must be a duration") {
+		t.Errorf("MEMFS_LOAD_PROGRESS_EVERY=soon: exit %d, %q", code, errb)
+	}
+}
+
+// On a terminal, memfs mount says how the load goes, and closes it.
+func TestMountLoadProgressOnATerminal(t *testing.T) {
+	files, _ := stLoadFiles()
+	e := newMtEnv(t, files)
+	out := stRunOnPTY(t, e, "MEMFS_LOAD_PROGRESS_EVERY=0")
+	for _, s := range []string{"loading " + e.storeID + ": ", "loaded " + e.storeID + ": 45 memories"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the terminal does not show %q:\n%s", s, out)
+		}
+	}
+}
+
+// stRunOnPTY runs memfs mount of e's store with stdout and stderr on a
+// pseudo-terminal until it has mounted, stops it with Ctrl-C, and
+// returns what the terminal showed.
+func stRunOnPTY(t *testing.T, e *mtEnv, env ...string) string {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd := stCommand(t, e.opts(), env)
+	cmd.Stdout, cmd.Stderr = tty, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	t.Cleanup(func() {
+		if harness.IsMounted(e.dir) {
+			unix.Unmount(e.dir, unix.MNT_DETACH) //nolint:errcheck
+		}
+	})
+	var buf harness.LockedBuffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		b := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(b)
+			buf.Write(b[:n]) //nolint:errcheck
+			if err != nil {
+				return // EIO once the process closed the terminal
+			}
+		}
+	}()
+	mtPoll(t, "memfs mount to mount on the terminal", func() (bool, string) {
+		return strings.Contains(buf.String(), "mounted at"), buf.String()
+	})
+	cmd.Process.Signal(syscall.SIGINT) //nolint:errcheck
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("memfs mount on a terminal: %v\n%s", err, buf.String())
+		}
+	case <-time.After(mtExitTimeout):
+		cmd.Process.Kill() //nolint:errcheck
+		<-done
+		t.Fatalf("memfs mount did not stop on Ctrl-C:\n%s", buf.String())
+	}
+	ptmx.Close()
+	<-read
+	return buf.String()
+}
+
+// stCommand is the memfs mount command of o, ending with the test binary.
+func stCommand(t *testing.T, o harness.MountOptions, env []string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	args := []string{"mount", "--api-url", o.URL, "--api-key", o.APIKey, "--store", o.Store, "--state-dir", o.StateDir}
+	args = append(append(args, o.Args...), o.Dir)
+	cmd := exec.CommandContext(ctx, harness.Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return cmd
+}
