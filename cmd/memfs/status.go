@@ -60,7 +60,7 @@ Flags:
 	}
 	fset.StringVar(&stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "the state dir (env MEMFS_STATE_DIR)")
 	fset.BoolVar(&asJSON, "json", false, "print JSON")
-	if _, err := parseInterleaved(fset, args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	rep, err := gatherStatus(stateDir)

@@ -71,7 +71,7 @@ Flags:
 	fset.DurationVar(&interval, "memory-sync-interval", 15*time.Second, "sync interval (at least 5s)")
 	fset.StringVar(&logLevel, "log-level", "warn", "log level")
 	of.add(fset, "you")
-	if _, err := parseInterleaved(fset, args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	// Checked before anything starts: up mounts its demo store, so "off"
