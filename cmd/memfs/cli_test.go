@@ -63,6 +63,7 @@ func TestHelpOnStdout(t *testing.T) {
 	// The flags a command's help must describe.
 	for cmd, flags := range map[string][]string{
 		"status": {"-state-dir", "-json"},
+		"mount":  {"-o value", "-mkdir", "-memory-sync-interval", "-store"},
 	} {
 		r := runMemfs(t, nil, cmd, "--help")
 		for _, f := range flags {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -35,6 +36,11 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 func main() {
+	// The same binary is mount(8)'s helper when called as mount.memfs
+	// (a symlink in /sbin): see mounthelper.go.
+	if filepath.Base(os.Args[0]) == mountHelperName {
+		os.Exit(runMountHelper(os.Args[1:]))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -106,7 +112,8 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'memfs COMMAND --help' (or 'memfs help COMMAND') for a command's flags;")
-	fmt.Fprintln(w, "'memfs --version' for the version.")
+	fmt.Fprintln(w, "'memfs --version' for the version. As mount.memfs (a symlink), the binary is")
+	fmt.Fprintln(w, "mount(8)'s helper for the memfs type: see 'memfs mount --help'.")
 }
 
 // envOr returns the first non-empty environment variable of names, or def.
