@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -64,6 +65,7 @@ func TestHelpOnStdout(t *testing.T) {
 	for cmd, flags := range map[string][]string{
 		"status": {"-state-dir", "-json"},
 		"mount":  {"-o value", "-mkdir", "-memory-sync-interval", "-store"},
+		"up":     {"-memory-sync-interval", "-memory-sync-deletions", "-memory-sync-delete-delay", "-state-dir", "-log-format", "-log-level"},
 	} {
 		r := runMemfs(t, nil, cmd, "--help")
 		for _, f := range flags {
@@ -193,5 +195,56 @@ func TestVersionText(t *testing.T) {
 		if got := versionText(tc.bi, "linux/arm64"); got != tc.want {
 			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSyncFlagsEverywhere: mount, worker, session and up take the same
+// sync flags, and their help says the same about --memory-sync-interval
+// off, which means what it says: run without memory (mount and up, which
+// exist to mount a store, refuse it before anything starts).
+func TestSyncFlagsEverywhere(t *testing.T) {
+	t.Parallel()
+	flagHelp := regexp.MustCompile(`(?m)^  -memory-sync-interval string\n((?:    \t.*\n)+)`)
+	var first string
+	for _, cmd := range []string{"mount", "worker", "session", "up"} {
+		r := runMemfs(t, nil, cmd, "--help")
+		for _, f := range []string{"-memory-sync-interval", "-memory-sync-deletions", "-memory-sync-delete-delay", "-state-dir", "-log-format", "-log-level"} {
+			if !strings.Contains(r.stdout, "\n  "+f+" ") {
+				t.Errorf("memfs %s --help does not describe %s", cmd, f)
+			}
+		}
+		m := flagHelp.FindStringSubmatch(r.stdout)
+		if m == nil {
+			t.Errorf("memfs %s --help: no -memory-sync-interval:\n%s", cmd, r.stdout)
+			continue
+		}
+		if !strings.Contains(m[1], "off runs without memory") {
+			t.Errorf("memfs %s --help does not say what off does:\n%s", cmd, m[1])
+		}
+		if first == "" {
+			first = m[1]
+		} else if m[1] != first {
+			t.Errorf("memfs %s describes --memory-sync-interval otherwise:\n%s\nthan mount:\n%s", cmd, m[1], first)
+		}
+	}
+	dataDir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"up", "--data-dir", dataDir, "--memory-sync-interval", "off"}, "off means running without memory"},
+		{[]string{"up", "--data-dir", dataDir, "--memory-sync-interval", "4s"}, "at least 5s"},
+		{[]string{"up", "--data-dir", dataDir, "--memory-sync-interval", "soon"}, `not "soon"`},
+		{[]string{"up", "--data-dir", dataDir, "--memory-sync-deletions", "sometimes"}, `not "sometimes"`},
+		{[]string{"up", "--data-dir", dataDir, "--log-level", "verbose"}, `invalid --log-level "verbose"`},
+		{[]string{"mount", "--store", "memstore_1", "--api-key", "k", "--memory-sync-interval", "off", dataDir}, "off means running without memory"},
+	} {
+		r := runMemfs(t, nil, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("memfs %q: exit %d, stderr %q; want 2 saying %q", tc.args, r.code, r.stderr, tc.says)
+		}
+	}
+	if entries, _ := os.ReadDir(dataDir); len(entries) != 0 {
+		t.Errorf("refused runs of memfs up left %v in its data dir", entries)
 	}
 }

@@ -29,12 +29,29 @@ type syncFlags struct {
 	logFormat, logLevel           string
 }
 
+// syncDefaults are the defaults that differ between the commands that
+// sync: memfs up keeps its state in its data dir and logs only warnings
+// under its banner.
+type syncDefaults struct {
+	stateDir, stateDirHelp string
+	logLevel               string
+}
+
 func (s *syncFlags) add(fs *flag.FlagSet) {
-	fs.StringVar(&s.interval, "memory-sync-interval", envOr("15s", "MEMFS_MEMORY_SYNC_INTERVAL"), "how often local changes are uploaded: a duration of at least 5s, or off (env MEMFS_MEMORY_SYNC_INTERVAL)")
+	s.addWith(fs, syncDefaults{stateDir: envOr(defaultStateDir(), "MEMFS_STATE_DIR"),
+		stateDirHelp: "journals, conflict logs and lock files (env MEMFS_STATE_DIR)", logLevel: "info"})
+}
+
+// addWith adds the flags with d's defaults. "off" means the same on every
+// command (worker.md): run without memory. The worker and memfs session
+// then run sessions without their stores; memfs mount and memfs up, which
+// exist to mount a store, refuse it.
+func (s *syncFlags) addWith(fs *flag.FlagSet, d syncDefaults) {
+	fs.StringVar(&s.interval, "memory-sync-interval", envOr("15s", "MEMFS_MEMORY_SYNC_INTERVAL"), "how often closed changes are uploaded: a duration of at least 5s. off runs without memory: worker and session run sessions without their memory stores; mount and up refuse it (env MEMFS_MEMORY_SYNC_INTERVAL)")
 	fs.StringVar(&s.deletions, "memory-sync-deletions", envOr(syncqueue.DeletionsEnabled, "MEMFS_MEMORY_SYNC_DELETIONS"), "enabled, log_only or disabled (env MEMFS_MEMORY_SYNC_DELETIONS)")
 	fs.DurationVar(&s.deleteDelay, "memory-sync-delete-delay", 30*time.Second, "how long a local delete must last before it is sent (tests shorten it)")
-	fs.StringVar(&s.stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "journals, conflict logs and lock files (env MEMFS_STATE_DIR)")
-	addLogFlags(fs, &s.logFormat, &s.logLevel)
+	fs.StringVar(&s.stateDir, "state-dir", d.stateDir, d.stateDirHelp)
+	addLogFlagsWith(fs, &s.logFormat, &s.logLevel, d.logLevel)
 }
 
 // parseInterval reads --memory-sync-interval: 0 means off.

@@ -42,8 +42,8 @@ var demoMemories = map[string]string{
 }
 
 func runUp(args []string) error {
-	var listen, dataDir, memoryRoot, logLevel string
-	var interval time.Duration
+	var listen, dataDir, memoryRoot string
+	var sf syncFlags
 	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
 	fset.Usage = func() {
@@ -55,8 +55,9 @@ attaching it, and a worker that mounts it. It prints the mount path and
 what to try. Ctrl-C uploads what is pending, unmounts, and exits 0. A
 second Ctrl-C stops waiting (for the uploads, or for a busy mount to be
 let go): the store is unmounted anyway (lazily if busy), what was not
-uploaded stays in the journal under --data-dir for the next memfs up, and
-it exits 3.
+uploaded stays in the journal (--state-dir, <data-dir>/state by default)
+for the next memfs up, and it exits 3. The sync flags are those of memfs
+mount and memfs worker.
 
 Exit status: 0 stopped cleanly; 1 an error; 2 a usage error; 3 the stop
 was cut short by a second signal.
@@ -68,16 +69,30 @@ Flags:
 	fset.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the store service")
 	fset.StringVar(&dataDir, "data-dir", defaultDataDir(), "database, keys and worker state")
 	fset.StringVar(&memoryRoot, "memory-root", defaultUpMemoryRoot(), "where the store is mounted (the parent of its folder)")
-	fset.DurationVar(&interval, "memory-sync-interval", 15*time.Second, "sync interval (at least 5s)")
-	fset.StringVar(&logLevel, "log-level", "warn", "log level")
+	// The sync flags of mount, worker and session; the state dir is the
+	// data dir's (MEMFS_STATE_DIR is not read: what up leaves in its
+	// journals is replayed by the next up of the same data dir).
+	sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
 	of.add(fset, "you")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	// Checked before anything starts: up mounts its demo store, so "off"
 	// (0) makes no sense here either.
-	if interval < syncqueue.MinInterval {
-		return usagef("--memory-sync-interval must be at least %s, not %s", syncqueue.MinInterval, interval)
+	interval, err := sf.parseInterval()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if interval == 0 {
+		return usagef("--memory-sync-interval off means running without memory: up would have nothing to mount")
+	}
+	switch sf.deletions { // checked by the worker too, but only once serve runs
+	case syncqueue.DeletionsEnabled, syncqueue.DeletionsLogOnly, syncqueue.DeletionsDisabled:
+	default:
+		return usagef("--memory-sync-deletions must be enabled, log_only or disabled, not %q", sf.deletions)
+	}
+	if sf.stateDir == "" {
+		sf.stateDir = filepath.Join(dataDir, "state")
 	}
 	owner, ownerGiven, allowOther, err := of.resolve()
 	if err != nil {
@@ -86,7 +101,7 @@ Flags:
 	if !ownerGiven {
 		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
-	log, err := newLogger("text", logLevel)
+	log, err := newLogger(sf.logFormat, sf.logLevel)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -132,11 +147,12 @@ Flags:
 	}
 	mountPath := sess.Resources[0].MountPath
 
-	stateDir := filepath.Join(dataDir, "state")
+	stateDir := sf.stateDir
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
+		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
 		Owner: owner, AllowOther: allowOther})
 	if err != nil {
 		return err
