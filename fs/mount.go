@@ -30,6 +30,9 @@ type MountOptions struct {
 	AllowOther bool
 	// Debug logs every FUSE request (very verbose).
 	Debug bool
+	// Observer, when set, is told of every FUSE request the mount
+	// answers, with its latency and errno (observe.go). nil costs nothing.
+	Observer OpObserver
 }
 
 // Mount is one mounted tree.
@@ -121,7 +124,7 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_RDONLY
 	}
 	root := &fnode{t: t}
-	server, err := gofs.Mount(abs, root, &gofs.Options{
+	gopts := &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -129,8 +132,20 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 		RootStableAttr:  &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: RootIno},
 		// Modes are exactly what was set: 0 stays 0.
 		NullPermissions: true,
-	})
+	}
+	// What gofs.Mount does, with the observer between the kernel and the
+	// node bridge when there is one.
+	raw := gofs.NewNodeFS(root, gopts)
+	if opts.Observer != nil {
+		raw = &observedFS{RawFileSystem: raw, obs: opts.Observer}
+	}
+	server, err := fuse.NewServer(raw, abs, &gopts.MountOptions)
 	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", abs, err)
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		// go-fuse's serve loop ends by itself when the mount failed.
 		return nil, fmt.Errorf("mount %s: %w", abs, err)
 	}
 	n := newNotifier(root.EmbeddedInode(), t.log)

@@ -63,12 +63,18 @@ type testMount struct {
 // ends, checking that the mount is gone.
 func mountTestTree(t *testing.T, opts Options, files ...File) *testMount {
 	t.Helper()
+	return mountTestTreeWith(t, opts, MountOptions{}, files...)
+}
+
+// mountTestTreeWith is mountTestTree with the mount's options.
+func mountTestTreeWith(t *testing.T, opts Options, mopts MountOptions, files ...File) *testMount {
+	t.Helper()
 	needFUSE(t)
 	opts.StoreID = mountStoreID
 	tr, j := newTestTree(t, opts)
 	tr.Load(files)
 	dir := t.TempDir()
-	m, err := MountTree(dir, tr, MountOptions{})
+	m, err := MountTree(dir, tr, mopts)
 	if err != nil {
 		t.Fatalf("MountTree: %v", err)
 	}

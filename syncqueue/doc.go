@@ -13,4 +13,5 @@
 //	merge.go      the merge rules of shared/design/sync.md, one per row
 //	conflicts.go  the conflict log
 //	outage.go     one "unreachable" line per outage, one "recovered" line
+//	observe.go    the Observer metrics hang on (passes, remote changes, conflicts)
 package syncqueue

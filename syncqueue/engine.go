@@ -71,6 +71,9 @@ type EngineOptions struct {
 	// Owner owns the files loaded from the store and the mount's root,
 	// with their modes (fs.Ownership; zero: root, 0644/0755).
 	Owner fs.Ownership
+	// Observer is told of passes, remote changes and conflicts, for
+	// metrics (observe.go; default: nothing is told).
+	Observer Observer
 	// Log receives the engine's log lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
 	// Now is the clock (default time.Now): the delete delay, the tree's
@@ -118,6 +121,9 @@ func (o *EngineOptions) Validate() error {
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -135,12 +141,17 @@ func (o *EngineOptions) Validate() error {
 // Finish(ctx, clean) freezes the tree and runs the final sync; Close
 // releases the journal.
 //
-// Lock order: flusher.passMu, then syncMu, then fs.Tree's lock, then the
-// journal's. syncMu is never held across a request to the store.
+// Lock order: closeMu, then flusher.passMu, then syncMu, then fs.Tree's
+// lock, then the journal's. syncMu is never held across a request to the
+// store.
 type Engine struct {
-	opts    EngineOptions
-	log     logrus.FieldLogger
-	journal *journal.Journal // nil when ReadOnly
+	opts EngineOptions
+	log  logrus.FieldLogger
+	// closeMu lets Status (called by memfs status and metrics scrapes from
+	// other goroutines at any time) read the journal while Close may be
+	// closing it: Status holds it for reading, closeJournal for writing.
+	closeMu sync.RWMutex
+	journal *journal.Journal // nil when ReadOnly; set nil under closeMu
 	tree    *fs.Tree
 	f       *flusher
 	calls   *inflight // requests to the store in flight, for the watchdog
@@ -413,6 +424,8 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 func (e *Engine) closeJournal(ctx context.Context) error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
 	if e.journal == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package syncqueue
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
@@ -363,4 +365,56 @@ func TestAtomicSaveSeenBeforeItsAnswer(t *testing.T) {
 	e.waitLocal("/n.md", "", false)
 	e.noPending()
 	e.noConflicts()
+}
+
+// memfs status and metrics scrapes call Status from their own goroutines
+// at any time, also while the mount closes and the journal is released:
+// under -race this fails if Status reads the journal Close drops.
+func TestStatusWhileClosing(t *testing.T) {
+	e := mgSetup(t, map[string]string{"/a.md": "a"})
+	log, _ := logtest.NewNullLogger()
+	eng, err := NewEngine(EngineOptions{StoreID: e.storeID, Store: mgClient(t, e.proxyURL), StateDir: t.TempDir(),
+		Interval: mgInterval, PollWait: 2 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := eng.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eng.Start()
+	e.eng, e.tree = eng, eng.Tree()
+	if err := e.write("/b.md", "b"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	calls := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				calls <- n
+				return
+			default:
+			}
+			eng.Status()
+			n++
+		}
+	}()
+	if len(eng.Status().Pending) == 0 {
+		t.Fatal("the change to /b.md is not pending before the close")
+	}
+	eng.Finish(ctx, false)
+	if err := eng.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	close(done)
+	if n := <-calls; n == 0 {
+		t.Fatal("Status never ran while the engine closed")
+	}
+	if st := eng.Status(); st.StoreID != e.storeID || len(st.Pending) != 0 {
+		t.Errorf("status after close: store %q, %d pending; want %q and none (the journal is closed)", st.StoreID, len(st.Pending), e.storeID)
+	}
 }

@@ -289,12 +289,15 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 		f.log.WithFields(logrus.Fields{"uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
 			"failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
 	}
+	unjournaled := len(e.tree.Unjournaled())
 	e.syncMu.Lock()
 	f.last = PassInfo{At: start, Duration: e.now().Sub(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0}
 	if f.last.Clean {
 		f.lastClean = start
 	}
+	last, waiting := f.last, f.waitingAfter(start, unjournaled)
 	e.syncMu.Unlock()
+	e.opts.Observer.PassDone(last, waiting)
 	return r.res
 }
 

@@ -408,7 +408,9 @@ func (e *Engine) commitOpen(fileID string) error {
 func (e *Engine) treeApply(c fs.Change) {
 	if err := e.tree.Apply([]fs.Change{c}); err != nil {
 		e.log.WithError(err).Warn("a change from the store can't be shown on the mount")
+		return
 	}
+	e.opts.Observer.RemoteApplied()
 }
 
 // confirm settles a pending entry on the store's state.
@@ -429,6 +431,7 @@ func (e *Engine) keepConflict(p journal.Entry, m *store.Memory, reason string) e
 		e.log.WithFields(fields).WithError(err).Error("conflict: could not keep the local version; it stays journaled")
 		return localError{err}
 	}
+	e.opts.Observer.ConflictKept()
 	e.log.WithFields(fields).WithField("conflict", c.ID).Warn("conflict: the store's version won; the local version is kept in the conflict log (memfs conflicts show " + c.ID + ")")
 	return nil
 }

@@ -67,6 +67,8 @@ type DamageStatus struct {
 
 // Status returns the store's sync status now.
 func (e *Engine) Status() Status {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
 	s := Status{StoreID: e.opts.StoreID, ReadOnly: e.journal == nil, Loaded: e.loaded}
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -134,11 +135,25 @@ func (r *rnd) remoteEdit(i int, p string) {
 	r.m.files[p] = []byte(c)
 }
 
-// remoteNewPath is a fresh path in an existing directory of the model.
+// remoteNewPath is a fresh path in an existing directory of the model
+// that the store can hold: not below a path the store still has as a
+// memory (a file here moved or deleted, with the change still pending,
+// and a folder made in its place).
 func (r *rnd) remoteNewPath() string {
+	r.t.Helper()
+	ctx, cancel := r.remoteCtx()
+	defer cancel()
+	mems, err := r.cl.AllMemories(ctx, r.storeID, store.ListMemoriesOptions{})
+	if err != nil {
+		r.fail("the other writer: list the store: %v", err)
+	}
+	memory := map[string]bool{}
+	for _, m := range mems {
+		memory[strings.TrimPrefix(m.Path, "/")] = true
+	}
 	var dirs []string
 	for _, d := range r.m.sortedDirs() {
-		if rndDepth(d) < rndMaxDepth {
+		if rndDepth(d) < rndMaxDepth && !rndBelowMemory(d, memory) {
 			dirs = append(dirs, d)
 		}
 	}
@@ -334,4 +349,15 @@ func (r *rnd) diskFull(i int) int {
 	clear(r.unjournaled)
 	r.checkMount("after the disk had room again")
 	return i + n
+}
+
+// rndBelowMemory reports whether the directory d, or a directory above
+// it, is a memory's path in the store.
+func rndBelowMemory(d string, memory map[string]bool) bool {
+	for ; d != "" && d != "."; d = path.Dir(d) {
+		if memory[d] {
+			return true
+		}
+	}
+	return false
 }

@@ -49,6 +49,8 @@ type lease struct {
 	last string // GUARDED_BY(mu)
 	ttl  time.Duration
 	end  chan Ending // capacity 1: the first reason to end
+	// failed, when set, is called for each heartbeat that failed (metrics).
+	failed func()
 }
 
 func newLease(api heartbeater, envID, workID, last string, log logrus.FieldLogger) *lease {
@@ -70,6 +72,9 @@ func (l *lease) run(ctx context.Context) {
 	lastOK := time.Now()
 	for {
 		hb, err := l.beat(ctx)
+		if err != nil && ctx.Err() == nil && l.failed != nil {
+			l.failed()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return

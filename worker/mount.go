@@ -34,6 +34,8 @@ type MountOptions struct {
 	// Status, when set, shows the mount to memfs status, with Labels.
 	Status *StatusServer
 	Labels MountLabels
+	// Metrics, when set, observes the mount (metrics.go).
+	Metrics MountMetrics
 }
 
 // Mounted is a store mounted at a directory.
@@ -44,12 +46,27 @@ type Mounted struct {
 	mount   *fs.Mount
 	created bool      // this process created the mount directory
 	dir     *mountDir // the directory created below MemoryRoot, if set
+	metrics StoreMetrics
 }
 
 // MountStore checks the mount point, loads the store (replaying any
 // journal a previous run left), mounts it and starts the flusher. On
 // failure it undoes what it did: nothing is left mounted or created.
 func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
+	sm := observeStore(&opts)
+	m, err := mountStore(ctx, opts)
+	if sm != nil {
+		if err != nil {
+			sm.Done()
+			return nil, err
+		}
+		m.metrics = sm
+		sm.Watch(m.engine.Status)
+	}
+	return m, err
+}
+
+func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
 	}
@@ -144,6 +161,12 @@ const JournalCloseTimeout = 10 * time.Second
 // bound, since it holds what the final sync did not upload.
 func (m *Mounted) Close(ctx context.Context, clean bool) error {
 	defer m.opts.Status.remove(m)
+	if m.metrics != nil {
+		// Dropped first: a scrape must not read the engine's status while
+		// it closes; the final pass's counts would go with the store's
+		// series a moment later anyway.
+		m.metrics.Done()
+	}
 	m.engine.Finish(ctx, clean)
 	uctx, cancel := context.WithTimeout(ctx, UnmountTimeout)
 	uerr := m.mount.Unmount(uctx)

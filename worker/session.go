@@ -64,7 +64,9 @@ var ErrNoToken = errors.New("the work item carried no sessions token")
 // Run runs item until it ends. ctx ending means the worker is shutting
 // down (writes only, then stop); abort ending cuts the teardown short.
 // lastHeartbeat continues another process's lease ("" takes a free one).
-func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat string) error {
+func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat string) (err error) {
+	ending := EndShutdown
+	defer func() { s.cfg.Metrics.Ended(ending, err) }()
 	log := s.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
 	token := sessionsToken(item.Secret)
 	api := s.env
@@ -83,13 +85,13 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		envID = s.cfg.EnvironmentID
 	}
 	l := newLease(api, envID, item.ID, lastHeartbeat, log)
+	l.failed = s.cfg.Metrics.HeartbeatFailed
 	leaseCtx, stopLease := context.WithCancel(context.Background())
 	var leaseDone sync.WaitGroup
 	leaseDone.Add(1)
 	go func() { defer leaseDone.Done(); l.run(leaseCtx) }()
 	defer func() { stopLease(); leaseDone.Wait() }()
 
-	ending := EndShutdown
 	stop := func() {
 		if ending == EndLeaseLost {
 			return // another worker may hold the item now
@@ -102,6 +104,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	}
 	if item.Data.Type != store.TypeSession {
 		log.Info("healthcheck work item: stopped")
+		ending = EndClean
 		stop()
 		return nil
 	}
@@ -233,6 +236,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 			Log:        slog,
 			Status:     s.cfg.Status,
 			Labels:     MountLabels{SessionID: sess.ID, WorkID: item.ID},
+			Metrics:    s.cfg.Metrics,
 		})
 		if err != nil {
 			s.teardown(ctx, mounts, false)

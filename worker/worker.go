@@ -62,6 +62,9 @@ type Config struct {
 	// (FUSE allow_other). The worker model needs it when the agent runs
 	// as another user; cmd/memfs turns it on by default as root.
 	AllowOther bool
+	// Metrics, when set, is told of work items and heartbeats and
+	// observes every mount (metrics.go).
+	Metrics Metrics
 }
 
 // Validate checks the configuration and fills in defaults.
@@ -93,6 +96,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Log == nil {
 		c.Log = logrus.StandardLogger()
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
 	}
 	return nil
 }
@@ -165,6 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		backoff = time.Second
 		log := w.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
 		log.Info("claimed work item")
+		w.cfg.Metrics.Claimed()
 		if _, err := w.env.AckWork(ctx, w.cfg.EnvironmentID, item.ID); err != nil {
 			log.WithError(err).Warn("acknowledging the work item failed; stopping it")
 			w.env.StopWork(context.Background(), w.cfg.EnvironmentID, item.ID, true) //nolint:errcheck

@@ -85,7 +85,7 @@ func defaultStateDir() string {
 func runMount(args []string) error {
 	var sf syncFlags
 	var of ownerFlags
-	var apiURL, storeID string
+	var apiURL, storeID, metricsListen string
 	var readOnly, debug bool
 	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fset.Usage = func() {
@@ -146,6 +146,7 @@ Flags:
 	fset.Var(&mkdir, "mkdir", "create MOUNTPOINT and its missing parents (like mkdir -p; --mkdir=MODE: the parents' mode, default 0755); without it MOUNTPOINT must exist")
 	sf.add(fset)
 	of.add(fset, "you")
+	addMetricsFlag(fset, &metricsListen)
 	checkOptions := addMountOptionFlag(fset)
 	pos, err := parseInterleaved(fset, args)
 	if err == nil {
@@ -189,6 +190,15 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	me, err := listenMetrics("mount", metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
+	mm, err := me.workerMetrics()
+	if err != nil {
+		return err
+	}
 	// The first SIGINT/SIGTERM ends ctx: the clean stop below. The second
 	// ends closeCtx, which Close gets: the final sync stops waiting, the
 	// mount is still detached and the journal closed.
@@ -211,6 +221,7 @@ Flags:
 		FS:         fs.MountOptions{AllowOther: allowOther, Debug: debug},
 		Log:        log,
 		Status:     status,
+		Metrics:    mm,
 	})
 	if err != nil {
 		return err

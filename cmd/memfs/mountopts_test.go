@@ -251,3 +251,36 @@ func TestMountHelperChecksFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployExampleOptions: the options of the shipped .mount units and
+// fstab example are all ones mount.memfs takes (not sloppy).
+func TestDeployExampleOptions(t *testing.T) {
+	var lists []string
+	units, _ := filepath.Glob(filepath.Join("..", "..", "deploy", "systemd", "*.mount"))
+	for _, u := range units {
+		b, err := os.ReadFile(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if o, ok := strings.CutPrefix(strings.TrimSpace(l), "Options="); ok {
+				lists = append(lists, o)
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "systemd", "fstab.example")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) == 6 && !strings.HasPrefix(f[0], "#") {
+				lists = append(lists, f[3])
+			}
+		}
+	}
+	if len(units) == 0 || len(lists) < 2 {
+		t.Fatalf("found %d units and %d option lists under deploy/systemd", len(units), len(lists))
+	}
+	for _, o := range lists {
+		if _, _, _, err := parseMountOptions(o, false); err != nil {
+			t.Errorf("%s: %v", o, err)
+		}
+	}
+}

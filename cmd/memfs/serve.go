@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/store"
@@ -33,6 +34,10 @@ type serveConfig struct {
 	changeRetention               time.Duration
 	sqliteSync                    string
 	logFormat, logLevel           string
+	metricsListen                 string
+	// metrics receives the request metrics (nil: none); memfs up shares
+	// its registry with the worker's metrics.
+	metrics prometheus.Registerer
 	// adminKeyFlag is where runServe finds adminKey (--admin-key,
 	// --admin-key-file, MEMFS_ADMIN_KEY); memfs up sets adminKey itself.
 	adminKeyFlag *keyFlag
@@ -48,6 +53,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
 	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
 	addLogFlags(fs, &c.logFormat, &c.logLevel)
+	addMetricsFlag(fs, &c.metricsListen)
 }
 
 // defaultDataDir is /var/lib/memfs as root, else $XDG_DATA_HOME/memfs
@@ -94,6 +100,12 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	me, err := listenMetrics("serve", c.metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
+	c.metrics = me.registerer()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return serve(ctx, c, log, func(addr string) {
@@ -127,7 +139,7 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	if res.MadePrivate {
 		log.WithField("file", res.KeyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
 	}
-	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot})
+	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics})
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ var demoMemories = map[string]string{
 }
 
 func runUp(args []string) error {
-	var listen, dataDir, memoryRoot string
+	var listen, dataDir, memoryRoot, metricsListen string
 	var sf syncFlags
 	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
@@ -74,6 +74,7 @@ Flags:
 	// journals is replayed by the next up of the same data dir).
 	sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
 	of.add(fset, "you")
+	addMetricsFlag(fset, &metricsListen)
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
@@ -105,6 +106,16 @@ Flags:
 	if err != nil {
 		return usagef("%v", err)
 	}
+	// One endpoint for the store service's and the worker's metrics.
+	me, err := listenMetrics("up", metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
+	wm, err := me.workerMetrics()
+	if err != nil {
+		return err
+	}
 	adminKey, err := upAdminKey(dataDir)
 	if err != nil {
 		return err
@@ -121,7 +132,8 @@ Flags:
 	served := make(chan error, 1)
 	go func() {
 		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot,
-			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL"}, log, func(a string) { ready <- a })
+			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL", metrics: me.registerer()},
+			log, func(a string) { ready <- a })
 	}()
 	var addr string
 	select {
@@ -153,7 +165,7 @@ Flags:
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
 		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-		Owner: owner, AllowOther: allowOther})
+		Owner: owner, AllowOther: allowOther, Metrics: wm})
 	if err != nil {
 		return err
 	}

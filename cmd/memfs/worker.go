@@ -26,6 +26,7 @@ type workerFlags struct {
 	ownerFlags
 	apiURL, memoryRoot string
 	replayKey          *keyFlag
+	metricsListen      string
 }
 
 func (f *workerFlags) add(fset *flag.FlagSet) {
@@ -34,6 +35,25 @@ func (f *workerFlags) add(fset *flag.FlagSet) {
 	f.replayKey = addKeyFlag(fset, "replay-api-key", "an admin key used to replay journals left behind at start", "MEMFS_REPLAY_API_KEY")
 	f.syncFlags.add(fset)
 	f.ownerFlags.add(fset, "the owner of --memory-root: chown it to the agent's user")
+	addMetricsFlag(fset, &f.metricsListen)
+}
+
+// metrics starts the metrics endpoint (when --metrics-listen is given)
+// and hands the worker its metrics.
+func (f *workerFlags) metrics(cmd string, cfg *worker.Config) (*metricsEndpoint, error) {
+	me, err := listenMetrics(cmd, f.metricsListen, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	wm, err := me.workerMetrics()
+	if err != nil {
+		me.Close() //nolint:errcheck
+		return nil, err
+	}
+	if wm != nil {
+		cfg.Metrics = wm
+	}
+	return me, nil
 }
 
 // config maps the flags onto worker.Config.
@@ -107,6 +127,11 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID, cfg.EnvironmentKey = envID, envKey
+	me, err := f.metrics("worker", &cfg)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
 	cfg.Status = startStatus(cfg.StateDir, log)
 	defer cfg.Status.Close() //nolint:errcheck
 	w, err := worker.New(cfg)
@@ -160,6 +185,11 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID = item.EnvironmentID
+	me, err := f.metrics("session", &cfg)
+	if err != nil {
+		return err
+	}
+	defer me.Close() //nolint:errcheck
 	cfg.Status = startStatus(cfg.StateDir, log)
 	defer cfg.Status.Close() //nolint:errcheck
 	s, err := worker.NewSession(cfg)

@@ -25,7 +25,8 @@ package server
 // that finds work or changes, or fails, is logged at info like any
 // request; a refused credential always is.
 //
-// Repeated 401s from one address get a warning too (authstorm.go).
+// Repeated 401s from one address get a warning too (authstorm.go), and
+// the same request is counted for Prometheus by route (metrics.go).
 
 import (
 	"context"
@@ -143,6 +144,7 @@ func (s *Server) logAccess(r *http.Request, rec *accessRecord, w *answerWriter, 
 	if actorID != "" {
 		fields["actor_id"] = actorID
 	}
+	s.metrics.observe(r.Method, route, status, took)
 	entry := s.log.WithFields(fields)
 	if rec.longPoll && rec.empty && status == http.StatusOK {
 		entry.Debug("request")

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/store"
@@ -37,6 +39,8 @@ type Options struct {
 	// address (default 5 within 1 minute; see authstorm.go).
 	AuthFailureThreshold int
 	AuthFailureWindow    time.Duration
+	// Metrics, when set, receives the request metrics (metrics.go).
+	Metrics prometheus.Registerer
 }
 
 // Validate checks the options and fills in defaults.
@@ -77,6 +81,8 @@ type Server struct {
 	keys keyCache
 	// storms warns about repeated 401s from one address.
 	storms *authStorms
+	// metrics counts requests (nil: no metrics).
+	metrics *requestMetrics
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed by BeginShutdown
@@ -89,6 +95,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, b: opts.Backend, log: opts.Log, mux: http.NewServeMux(), shutdown: make(chan struct{})}
 	s.keys.ttl = opts.KeyCacheTTL
+	var err error
+	if s.metrics, err = newRequestMetrics(opts.Metrics); err != nil {
+		return nil, fmt.Errorf("server: register the request metrics: %w", err)
+	}
 	s.storms = &authStorms{threshold: opts.AuthFailureThreshold, window: opts.AuthFailureWindow,
 		maxAddrs: defaultMaxStormAddrs, log: opts.Log}
 	s.routes()
