@@ -54,8 +54,13 @@ type adminGroup struct {
 	verbs []verb
 }
 
+// groups are the admin groups registered, by name (for the tests that
+// go over every verb).
+var groups = map[string]*adminGroup{}
+
 // registerGroup registers g as a command of the memfs binary.
 func registerGroup(g *adminGroup, summary string) {
+	groups[g.name] = g
 	register(g.name, summary, func(args []string) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -72,7 +77,7 @@ func (g *adminGroup) run(ctx context.Context, aio adminIO, args []string) error 
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		g.usage(aio.stderr)
+		g.usage(aio.stdout)
 		return flag.ErrHelp
 	}
 	for _, v := range g.verbs {
@@ -122,7 +127,6 @@ type admin struct {
 // positional part of the synopsis, help a paragraph and examples.
 func (a *admin) flags(usage, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet("memfs "+a.cmd, flag.ContinueOnError)
-	fs.SetOutput(a.io.stderr)
 	fs.StringVar(&a.apiURL, "api-url", "", "the memfs serve API (env MEMFS_API_URL; default "+defaultAPIURL+")")
 	a.apiKey = addKeyFlag(fs, "api-key", "the admin API key", "MEMFS_API_KEY")
 	fs.BoolVar(&a.json, "json", false, "print the API's JSON objects instead of a readable summary")
@@ -138,12 +142,14 @@ func (a *admin) flags(usage, help string) *flag.FlagSet {
 // ("--" ends the flags), and checks that there are min to max positional
 // arguments (max < 0: no limit).
 func (a *admin) parse(args []string, min, max int) ([]string, error) {
-	pos, err := parseInterleaved(a.fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, err
+	pos, err := parseArgs(a.fs, args, a.io.stdout)
+	var ue usageError
+	if errors.As(err, &ue) {
+		ue.help = "memfs " + a.cmd
+		return nil, ue
 	}
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, err
 	}
 	switch {
 	case len(pos) < min:
@@ -156,8 +162,51 @@ func (a *admin) parse(args []string, min, max int) ([]string, error) {
 
 // parseInterleaved parses flags found anywhere in args and returns the
 // positional arguments in order: people type `memfs memories cat STORE
-// /path --json`. Everything after "--" is positional.
+// /path --json`. Everything after "--" is positional. -h/--help prints
+// the flag set's Usage to stdout and returns flag.ErrHelp (exit 0); see
+// parseArgs.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	return parseArgs(fs, args, os.Stdout)
+}
+
+// parseArgs is parseInterleaved with help printed to helpOut. The flag
+// package prints a bad flag and the whole usage to the flag set's output
+// before returning the error, which main printed again: here the flag
+// package prints nothing, a bad flag comes back as a usage error (printed
+// once by main, exit 2), and help goes to helpOut, never to stderr.
+func parseArgs(fs *flag.FlagSet, args []string, helpOut io.Writer) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = usage }()
+	pos, err := parseLoop(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(helpOut)
+		if usage == nil {
+			fmt.Fprintf(helpOut, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		} else {
+			usage()
+		}
+		return nil, flag.ErrHelp
+	case err != nil:
+		return nil, usagef("%v", err)
+	}
+	return pos, nil
+}
+
+// parseFlags parses a command that takes no positional argument: one is a
+// usage error rather than silently ignored.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	pos, err := parseInterleaved(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = usagef("unexpected argument %q: this command takes only flags", pos[0])
+	}
+	return err
+}
+
+func parseLoop(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

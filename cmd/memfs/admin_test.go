@@ -286,12 +286,12 @@ func TestAdminUsage(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"memories", "--help"}, {"memories", "put", "--help"}, {"stores", "rm", "-h"}} {
-		_, errOut, err := c.run("", args...)
-		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut, "Usage: memfs "+args[0]) {
-			t.Errorf("%v: err = %v, stderr:\n%s", args, err, errOut)
+		out, errOut, err := c.run("", args...)
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "Usage: memfs "+args[0]) || errOut != "" {
+			t.Errorf("%v: err = %v, want the help on stdout; stdout:\n%s\nstderr:\n%s", args, err, out, errOut)
 		}
-		if len(args) == 3 && (!strings.Contains(errOut, "Examples:") || !strings.Contains(errOut, "-api-key")) {
-			t.Errorf("%v help lacks examples or global flags:\n%s", args, errOut)
+		if len(args) == 3 && (!strings.Contains(out, "Examples:") || !strings.Contains(out, "-api-key")) {
+			t.Errorf("%v help lacks examples or global flags:\n%s", args, out)
 		}
 	}
 }

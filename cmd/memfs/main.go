@@ -7,7 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -25,30 +27,57 @@ func register(name, summary string, run func(args []string) error) {
 }
 
 // usageError is printed with a hint to use --help and exit status 2.
-type usageError struct{ msg string }
+// help, when set, is the command whose --help to suggest ("memfs stores
+// ls"); else the hint names the command that ran.
+type usageError struct{ msg, help string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 func main() {
+	// The same binary is mount(8)'s helper when called as mount.memfs
+	// (a symlink in /sbin): see mounthelper.go.
+	if filepath.Base(os.Args[0]) == mountHelperName {
+		os.Exit(runMountHelper(os.Args[1:]))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
+// run runs `memfs ARGS...` and returns the exit status. Help goes to
+// stdout with status 0, so `memfs serve --help | less` works; an error
+// goes to stderr once, by exitStatus.
 func run(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage()
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) == 0 {
+		printUsage(os.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printUsage(os.Stdout)
 		return 0
+	case "help":
+		if len(args) == 1 {
+			printUsage(os.Stdout)
+			return 0
+		}
+		// memfs help COMMAND [VERB] is memfs COMMAND [VERB] --help.
+		return run(append(append([]string{}, args[1:]...), "--help"))
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "memfs: unknown command %q; run 'memfs --help' for the list\n", args[0])
 		return 2
 	}
-	err := cmd.run(args[1:])
+	return exitStatus("memfs "+args[0], cmd.run(args[1:]))
+}
+
+// exitStatus prints err (if any) to stderr, prefixed with the command
+// ("memfs mount"), and returns the exit status: 0 for success and for
+// --help, 2 for a usage error, an exitError's own code, else 1.
+func exitStatus(name string, err error) int {
 	switch {
 	case err == nil:
 		return 0
@@ -57,10 +86,14 @@ func run(args []string) int {
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "memfs %s: %s (see 'memfs %s --help')\n", args[0], ue.msg, args[0])
+		help := name
+		if ue.help != "" {
+			help = ue.help
+		}
+		fmt.Fprintf(os.Stderr, "%s: %s (see '%s --help')\n", name, ue.msg, help)
 		return 2
 	}
-	fmt.Fprintf(os.Stderr, "memfs %s: %s\n", args[0], err)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", name, err)
 	var ee exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -68,17 +101,19 @@ func run(args []string) int {
 	return 1
 }
 
-func printUsage() {
-	fmt.Fprintln(os.Stderr, "memfs: memory stores as ordinary directories\n\nUsage: memfs COMMAND [flags]\n\nCommands:")
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "memfs: memory stores as ordinary directories\n\nUsage: memfs COMMAND [flags]\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'memfs COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'memfs COMMAND --help' (or 'memfs help COMMAND') for a command's flags;")
+	fmt.Fprintln(w, "'memfs --version' for the version. As mount.memfs (a symlink), the binary is")
+	fmt.Fprintln(w, "mount(8)'s helper for the memfs type: see 'memfs mount --help'.")
 }
 
 // envOr returns the first non-empty environment variable of names, or def.

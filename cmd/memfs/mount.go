@@ -28,12 +28,29 @@ type syncFlags struct {
 	logFormat, logLevel           string
 }
 
+// syncDefaults are the defaults that differ between the commands that
+// sync: memfs up keeps its state in its data dir and logs only warnings
+// under its banner.
+type syncDefaults struct {
+	stateDir, stateDirHelp string
+	logLevel               string
+}
+
 func (s *syncFlags) add(fs *flag.FlagSet) {
-	fs.StringVar(&s.interval, "memory-sync-interval", envOr("15s", "MEMFS_MEMORY_SYNC_INTERVAL"), "how often local changes are uploaded: a duration of at least 5s, or off (env MEMFS_MEMORY_SYNC_INTERVAL)")
+	s.addWith(fs, syncDefaults{stateDir: envOr(defaultStateDir(), "MEMFS_STATE_DIR"),
+		stateDirHelp: "journals, conflict logs and lock files (env MEMFS_STATE_DIR)", logLevel: "info"})
+}
+
+// addWith adds the flags with d's defaults. "off" means the same on every
+// command (worker.md): run without memory. The worker and memfs session
+// then run sessions without their stores; memfs mount and memfs up, which
+// exist to mount a store, refuse it.
+func (s *syncFlags) addWith(fs *flag.FlagSet, d syncDefaults) {
+	fs.StringVar(&s.interval, "memory-sync-interval", envOr("15s", "MEMFS_MEMORY_SYNC_INTERVAL"), "how often closed changes are uploaded: a duration of at least 5s. off runs without memory: worker and session run sessions without their memory stores; mount and up refuse it (env MEMFS_MEMORY_SYNC_INTERVAL)")
 	fs.StringVar(&s.deletions, "memory-sync-deletions", envOr(syncqueue.DeletionsEnabled, "MEMFS_MEMORY_SYNC_DELETIONS"), "enabled, log_only or disabled (env MEMFS_MEMORY_SYNC_DELETIONS)")
 	fs.DurationVar(&s.deleteDelay, "memory-sync-delete-delay", 30*time.Second, "how long a local delete must last before it is sent (tests shorten it)")
-	fs.StringVar(&s.stateDir, "state-dir", envOr(defaultStateDir(), "MEMFS_STATE_DIR"), "journals, conflict logs and lock files (env MEMFS_STATE_DIR)")
-	addLogFlags(fs, &s.logFormat, &s.logLevel)
+	fs.StringVar(&s.stateDir, "state-dir", d.stateDir, d.stateDirHelp)
+	addLogFlagsWith(fs, &s.logFormat, &s.logLevel, d.logLevel)
 }
 
 // parseInterval reads --memory-sync-interval: 0 means off.
@@ -71,10 +88,12 @@ func runMount(args []string) error {
 	var readOnly, debug bool
 	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only] [flags] MOUNTPOINT
+		fmt.Fprint(fset.Output(), `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only] [--mkdir] [flags] MOUNTPOINT
+       memfs mount -o api_url=URL,api_key_file=FILE[,ro,...] --store ID MOUNTPOINT
+       mount.memfs STORE MOUNTPOINT [-sfnv] [-o OPTIONS]   (mount(8)'s helper)
 
-Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT is
-created if missing; an existing empty directory is accepted. Every file
+Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT must
+be an empty directory (--mkdir creates it and its parents). Every file
 closed on the mount is journaled under --state-dir at once and uploaded
 every --memory-sync-interval. Ctrl-C, SIGTERM, or unmounting it (umount,
 fusermount3 -u, umount -l) runs a final sync (at most 30 s), unmounts and
@@ -94,9 +113,26 @@ The admin key comes from --api-key-file (a file only you can read) or
 MEMFS_API_KEY. --api-key works too, but shows the key to every user of the
 host in ps.
 
+--mkdir creates MOUNTPOINT and its missing parents like mkdir -p; the
+mount point is removed at unmount, the parents stay. Without it, a
+missing MOUNTPOINT is an error.
+
+-o takes mount(8)-style options, comma-separated, each a spelling of a
+flag (a later one wins): ro, rw, uid=N, gid=N, allow_other, api_url=,
+api_key_file=, state_dir=, sync_interval=, file_mode=, dir_mode=,
+umask=, x-mount.mkdir[=MODE] (--mkdir). Options that mount(8) and
+systemd keep for themselves (defaults, noauto, nofail, _netdev, user,
+users, x-systemd.*) are ignored; any other is an error naming it. Called
+as mount.memfs (ln -s /usr/local/bin/memfs /sbin/mount.memfs), the
+binary is mount(8)'s helper for type memfs: it starts memfs mount in the
+background and returns once the store is mounted, for /etc/fstab and
+systemd .mount units (see the README; mount.memfs --help).
+
 Examples:
-  memfs mount --api-url http://127.0.0.1:8080 --api-key-file /var/lib/memfs/admin.key --store memstore_... /mnt/memory/notes
+  memfs mount --api-url http://127.0.0.1:8080 --api-key-file /var/lib/memfs/admin.key --store memstore_... --mkdir /mnt/memory/notes
   MEMFS_API_KEY=$(cat /var/lib/memfs/admin.key) memfs mount --store memstore_... /mnt/memory/notes
+  memfs mount -o ro,api_key_file=/var/lib/memfs/admin.key --store memstore_... /mnt/notes
+  mount -t memfs -o api_key_file=/var/lib/memfs/admin.key,x-mount.mkdir memstore_... /mnt/notes
 
 Flags:
 `)
@@ -107,10 +143,16 @@ Flags:
 	fset.StringVar(&storeID, "store", "", "the memory store id (memstore_...)")
 	fset.BoolVar(&readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
 	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
+	var mkdir mkdirFlag
+	fset.Var(&mkdir, "mkdir", "create MOUNTPOINT and its missing parents (like mkdir -p; --mkdir=MODE: the parents' mode, default 0755); without it MOUNTPOINT must exist")
 	sf.add(fset)
 	of.add(fset, "you")
 	addMetricsFlag(fset, &metricsListen)
+	checkOptions := addMountOptionFlag(fset)
 	pos, err := parseInterleaved(fset, args)
+	if err == nil {
+		err = checkOptions()
+	}
 	if err != nil {
 		return err
 	}
@@ -169,6 +211,9 @@ Flags:
 	defer cutShort()
 	ctx, stop := signals(log, cutShort)
 	defer stop()
+	if err := prepareMountDir(pos[0], mkdir); err != nil {
+		return err
+	}
 	status := startStatus(sf.stateDir, log)
 	defer status.Close() //nolint:errcheck
 	m, err := worker.MountStore(ctx, worker.MountOptions{

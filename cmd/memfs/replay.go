@@ -44,7 +44,7 @@ Flags:
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
 	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
 	sd.add(fset)
-	if _, err := parseInterleaved(fset, args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	stateDir, _, err := sd.dir()

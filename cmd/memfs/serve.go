@@ -107,12 +107,9 @@ Flags:
 		fs.PrintDefaults()
 	}
 	c.flags(fs)
-	err := fs.Parse(args)
+	err := parseFlags(fs, args)
 	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if c.adminKey, err = c.adminKeyFlag.resolve(os.Getenv); err != nil {
 		return err

@@ -91,12 +91,8 @@ Flags:
 	}
 	sd.add(fset)
 	fset.BoolVar(&asJSON, "json", false, "print JSON")
-	pos, err := parseInterleaved(fset, args)
-	if err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("status takes no arguments, not %q", pos[0])
 	}
 	dir, named, err := sd.dir()
 	if err != nil {

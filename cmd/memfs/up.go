@@ -42,8 +42,8 @@ var demoMemories = map[string]string{
 }
 
 func runUp(args []string) error {
-	var listen, dataDir, memoryRoot, logLevel, metricsListen string
-	var interval time.Duration
+	var listen, dataDir, memoryRoot, metricsListen string
+	var sf syncFlags
 	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
 	fset.Usage = func() {
@@ -54,8 +54,10 @@ environment, a demo store (created once, with a few memories), a session
 attaching it, and a worker that mounts it. It prints the mount path and
 what to try. Ctrl-C uploads what is pending, unmounts, and exits. A
 second Ctrl-C stops waiting (for the uploads, or for a busy mount to be
-let go): the store is unmounted anyway (lazily if busy), and what was not
-uploaded stays in the journal under --data-dir for the next memfs up.
+let go): the store is unmounted anyway (lazily if busy), what was not
+uploaded stays in the journal (--state-dir, <data-dir>/state by default)
+for the next memfs up (exit 3). The sync flags are those of memfs
+mount and memfs worker.
 
 Exit status: 0 stopped, and everything closed on the mount reached the
 store; 1 an error; 2 a usage error; 3 stopped, but changes are left in
@@ -69,17 +71,31 @@ Flags:
 	fset.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the store service")
 	fset.StringVar(&dataDir, "data-dir", defaultDataDir(), "database, keys and worker state")
 	fset.StringVar(&memoryRoot, "memory-root", defaultUpMemoryRoot(), "where the store is mounted (the parent of its folder)")
-	fset.DurationVar(&interval, "memory-sync-interval", 15*time.Second, "sync interval (at least 5s)")
-	fset.StringVar(&logLevel, "log-level", "warn", "log level")
+	// The sync flags of mount, worker and session; the state dir is the
+	// data dir's (MEMFS_STATE_DIR is not read: what up leaves in its
+	// journals is replayed by the next up of the same data dir).
+	sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
 	of.add(fset, "you")
 	addMetricsFlag(fset, &metricsListen)
-	if _, err := parseInterleaved(fset, args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	// Checked before anything starts: up mounts its demo store, so "off"
 	// (0) makes no sense here either.
-	if interval < syncqueue.MinInterval {
-		return usagef("--memory-sync-interval must be at least %s, not %s", syncqueue.MinInterval, interval)
+	interval, err := sf.parseInterval()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if interval == 0 {
+		return usagef("--memory-sync-interval off means running without memory: up would have nothing to mount")
+	}
+	switch sf.deletions { // checked by the worker too, but only once serve runs
+	case syncqueue.DeletionsEnabled, syncqueue.DeletionsLogOnly, syncqueue.DeletionsDisabled:
+	default:
+		return usagef("--memory-sync-deletions must be enabled, log_only or disabled, not %q", sf.deletions)
+	}
+	if sf.stateDir == "" {
+		sf.stateDir = upStateDir(dataDir)
 	}
 	owner, ownerGiven, allowOther, err := of.resolve()
 	if err != nil {
@@ -88,7 +104,7 @@ Flags:
 	if !ownerGiven {
 		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
-	log, err := newLogger("text", logLevel)
+	log, err := newLogger(sf.logFormat, sf.logLevel)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -155,11 +171,12 @@ Flags:
 	}
 	mountPath := sess.Resources[0].MountPath
 
-	stateDir := upStateDir(dataDir)
+	stateDir := sf.stateDir
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
+		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
 		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad})
 	if err != nil {
 		return err

@@ -120,7 +120,7 @@ Flags:
 	fset.StringVar(&envID, "environment-id", envOr("", "MEMFS_ENVIRONMENT_ID", "ANTHROPIC_ENVIRONMENT_ID"), "the environment (env MEMFS_ENVIRONMENT_ID, ANTHROPIC_ENVIRONMENT_ID)")
 	envKeyFlag := addKeyFlag(fset, "environment-key", "the environment key", "MEMFS_ENVIRONMENT_KEY", "ANTHROPIC_ENVIRONMENT_KEY")
 	f.add(fset)
-	if _, err := parseInterleaved(fset, args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	envKey, err := envKeyFlag.resolve(os.Getenv)
@@ -193,7 +193,7 @@ Flags:
 	fset.StringVar(&secretFile, "work-secret-file", "", "a file holding the work item's secret (mode 0600, one line)")
 	fset.StringVar(&lastHB, "last-heartbeat", envOr("", "ANTHROPIC_WORK_LAST_HEARTBEAT"), "continue another process's lease from this last_heartbeat")
 	f.add(fset)
-	if _, err := parseInterleaved(fset, args); err != nil {
+	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
 	item, err := readWorkItem(workJSON, workID, envID, sessionID, secretFile)

@@ -36,6 +36,10 @@ type MountOptions struct {
 	NewGroup bool
 	// Env is added to the process's environment.
 	Env []string
+	// NoMkdir leaves --mkdir out. Tests mount on directories that do not
+	// exist yet, which memfs mount creates (and removes at unmount) only
+	// with --mkdir; without it a missing mount point is an error.
+	NoMkdir bool
 }
 
 func (o MountOptions) args() []string {
@@ -48,6 +52,9 @@ func (o MountOptions) args() []string {
 	}
 	if o.Store != "" {
 		args = append(args, "--store", o.Store)
+	}
+	if !o.NoMkdir {
+		args = append(args, "--mkdir")
 	}
 	args = append(args, o.Args...)
 	if o.Dir != "" {
