@@ -2,7 +2,6 @@ package fs
 
 import (
 	"errors"
-	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -58,13 +57,18 @@ func (m *Mount) Gone() <-chan struct{} {
 // ended alone: the server's end still reports every unmount but the lazy
 // detach of a busy mount.
 func watchTable(dir string, ended <-chan struct{}) bool {
-	f, err := os.Open("/proc/self/mountinfo")
+	// A raw descriptor, not an os.File: Go registers the files it opens
+	// with its own epoll when they can be polled, as this one can, and
+	// the runtime's epoll_wait then consumes the table's change event
+	// (the kernel reports each change once per open file) before this
+	// poll sees it; the watch missed an unmount now and then.
+	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		<-ended
 		return false
 	}
-	defer f.Close()
-	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+	defer unix.Close(fd) //nolint:errcheck
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
 	for {
 		// Looked at after opening the file and after every wake-up, so a
 		// change between the two is never missed.
