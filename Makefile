@@ -11,9 +11,11 @@ export PATH := /usr/local/go/bin:$(PATH)
 .PHONY: up serve test bench FORCE
 
 # The binary is built, then run (not "go run", which turns the child's
-# clean exit after Ctrl-C into exit status 1).
+# clean exit after Ctrl-C into exit status 1). -buildvcs=auto stamps the
+# git revision that memfs version prints, even where GOFLAGS turns it off
+# (outside a git checkout it stamps nothing and still builds).
 bin/memfs: FORCE
-	$(GO) build -o bin/memfs ./cmd/memfs
+	$(GO) build -buildvcs=auto -o bin/memfs ./cmd/memfs
 
 up: bin/memfs
 	./bin/memfs up $(ARGS)
