@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
@@ -372,19 +371,9 @@ func TestAtomicSaveSeenBeforeItsAnswer(t *testing.T) {
 // under -race this fails if Status reads the journal Close drops.
 func TestStatusWhileClosing(t *testing.T) {
 	e := mgSetup(t, map[string]string{"/a.md": "a"})
-	log, _ := logtest.NewNullLogger()
-	eng, err := NewEngine(EngineOptions{StoreID: e.storeID, Store: mgClient(t, e.proxyURL), StateDir: t.TempDir(),
-		Interval: mgInterval, PollWait: 2 * time.Second, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := e.startOwned(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := eng.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eng.Start()
-	e.eng, e.tree = eng, eng.Tree()
 	if err := e.write("/b.md", "b"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	logtest "github.com/sirupsen/logrus/hooks/test"
-
 	"github.com/memfs/memfs/store/sqlstore"
 )
 
@@ -20,19 +18,9 @@ import (
 func TestLeftAtClose(t *testing.T) {
 	t.Parallel()
 	e := mgSetupWith(t, map[string]string{"/1.md": "1", "/2.md": "2"}, sqlstore.Options{MaxMemoriesPerStore: 2})
-	log, _ := logtest.NewNullLogger()
-	eng, err := NewEngine(EngineOptions{StoreID: e.storeID, Store: mgClient(t, e.proxyURL), StateDir: t.TempDir(),
-		Interval: mgInterval, PollWait: 2 * time.Second, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := e.startOwned(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := eng.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eng.Start()
-	e.eng, e.tree = eng, eng.Tree()
 
 	e.mustWrite("/1.md", "changed: goes up\n")
 	e.mustWrite("/new.md", "at the cap\n")

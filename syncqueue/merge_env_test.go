@@ -268,6 +268,21 @@ const mgInterval = time.Hour
 // the test ends.
 func (e *mgEnv) start(opt func(*EngineOptions)) {
 	e.t.Helper()
+	eng := e.startOwned(opt)
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		eng.Finish(ctx, false)
+		if err := eng.Close(ctx); err != nil {
+			e.t.Errorf("engine Close: %v", err)
+		}
+	})
+}
+
+// startOwned is start for a test that finishes and closes the engine
+// itself (what Finish and Close do is what it checks).
+func (e *mgEnv) startOwned(opt func(*EngineOptions)) *Engine {
+	e.t.Helper()
 	log, hook := logtest.NewNullLogger()
 	e.hook = hook
 	opts := EngineOptions{StoreID: e.storeID, Store: mgClient(e.t, e.proxyURL), StateDir: e.t.TempDir(),
@@ -285,15 +300,8 @@ func (e *mgEnv) start(opt func(*EngineOptions)) {
 		e.t.Fatal(err)
 	}
 	eng.Start()
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		eng.Finish(ctx, false)
-		if err := eng.Close(ctx); err != nil {
-			e.t.Errorf("engine Close: %v", err)
-		}
-	})
 	e.eng, e.tree = eng, eng.Tree()
+	return eng
 }
 
 // newMgEnv is mgSetup and start with the default options.
