@@ -488,9 +488,7 @@ func stCommand(t *testing.T, o harness.MountOptions, env []string) *exec.Cmd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	args := []string{"mount", "--api-url", o.URL, "--api-key", o.APIKey, "--store", o.Store, "--state-dir", o.StateDir}
-	args = append(append(args, o.Args...), o.Dir)
-	cmd := exec.CommandContext(ctx, harness.Binary(t), args...)
+	cmd := exec.CommandContext(ctx, harness.Binary(t), o.CommandArgs()...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	return cmd

@@ -42,7 +42,9 @@ type MountOptions struct {
 	NoMkdir bool
 }
 
-func (o MountOptions) args() []string {
+// CommandArgs are the memfs arguments (from "mount" on) these options give,
+// for a test that starts the process its own way (on a terminal, say).
+func (o MountOptions) CommandArgs() []string {
 	args := []string{"mount", "--api-url", o.URL, "--state-dir", o.StateDir}
 	switch {
 	case o.APIKeyFile != "":
@@ -94,7 +96,7 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
 		}
 	})
-	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup, Env: opts.Env}, opts.args()...)
+	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup, Env: opts.Env}, opts.CommandArgs()...)
 	line := m.Proc.WaitOutput(1, 60*time.Second, "mounted at", "Ctrl-C to unmount")
 	sm := mountedRe.FindStringSubmatch(line)
 	if sm == nil {
@@ -139,7 +141,7 @@ func RunMount(t testing.TB, opts MountOptions, timeout time.Duration) (code int,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Binary(t), opts.args()...)
+	cmd := exec.CommandContext(ctx, Binary(t), opts.CommandArgs()...)
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
@@ -150,7 +152,7 @@ func RunMount(t testing.TB, opts MountOptions, timeout time.Duration) (code int,
 		if opts.Dir != "" && IsMounted(opts.Dir) {
 			unix.Unmount(opts.Dir, unix.MNT_DETACH) //nolint:errcheck
 		}
-		t.Fatalf("memfs mount %v did not exit within %s:\n%s%s", opts.args()[1:], timeout, out.String(), errb.String())
+		t.Fatalf("memfs mount %v did not exit within %s:\n%s%s", opts.CommandArgs()[1:], timeout, out.String(), errb.String())
 	}
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatalf("run memfs mount: %v", err)
