@@ -26,8 +26,9 @@ import (
 // The stream ends after it delivers session.status_terminated (archiving
 // the session appends it); a stream opened on a terminated session sends
 // that event and ends at once. It also ends when the server shuts down
-// (BeginShutdown) or the database fails; the SDK reconnects, and lists
-// the history again, in both cases.
+// (BeginShutdown), when the database fails, and when one write waits
+// StreamWriteTimeout for a client that stopped reading; the SDK
+// reconnects, and lists the history again, in each case.
 
 // streamBatch is how many events one read of the log takes.
 const streamBatch = 100
@@ -94,10 +95,14 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p *princip
 	}
 
 	rc := http.NewResponseController(w)
+	// The connection may serve another request after this one: leave it
+	// without the deadline send sets.
+	defer rc.SetWriteDeadline(time.Time{}) //nolint:errcheck
 	w.Header().Set("content-type", "text/event-stream")
 	w.Header().Set("cache-control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	send := func(frame []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout)) // unsupported only off net/http's server
 		if _, err := w.Write(frame); err != nil {
 			return false
 		}

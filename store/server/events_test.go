@@ -5,15 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus/hooks/test"
+
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/server"
 	"github.com/memfs/memfs/store/sqlstore"
+	"github.com/memfs/memfs/store/sqlstore/sqltest"
 )
 
 // Session events over HTTP: validation, credentials, the stream.
@@ -395,7 +399,10 @@ func startEventServer(t *testing.T, dsn string, opts server.Options) *testServer
 	if _, err := server.EnsureAdminKey(ctx, db, testKey, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	opts.Backend, opts.Log = db, warnLog()
+	opts.Backend = db
+	if opts.Log == nil {
+		opts.Log = warnLog()
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -472,4 +479,50 @@ func TestEventsStreamPingAndShutdown(t *testing.T) {
 		s.srv.BeginShutdown()
 		st.ends()
 	})
+}
+
+// TestEventsStreamSlowClient: a client that stops reading its stream
+// loses it once a write has waited StreamWriteTimeout, rather than holding
+// the handler (and a graceful shutdown) for ever: the stream's access
+// line, written when its handler returns, appears.
+func TestEventsStreamSlowClient(t *testing.T) {
+	log, hook := test.NewNullLogger()
+	s := startEventServer(t, sqltest.SQLite(t), server.Options{Log: log, StreamWriteTimeout: 100 * time.Millisecond})
+	env, _ := s.newEnv(t, "env")
+	sess := s.newSession(t, env.ID)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "GET %s/stream HTTP/1.1\r\nHost: memfs\r\nX-Api-Key: %s\r\n\r\n", eventsPath(sess.ID), testKey); err != nil {
+		t.Fatal(err)
+	}
+	// Read the headers, then nothing more.
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("stream answered %q, %v", line, err)
+	}
+	streamEnded := func() bool {
+		for _, e := range hook.AllEntries() {
+			if e.Message == "request" && e.Data["route"] == "/v1/sessions/{session_id}/events/stream" {
+				return true
+			}
+		}
+		return false
+	}
+	// Fill the connection's buffers until the server's writes block: 64
+	// events of 900 KiB are far more than any socket buffer holds.
+	big := strings.Repeat("x", 900<<10)
+	deadline := time.Now().Add(streamBound)
+	for n := 0; !streamEnded(); n++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream's handler still runs %s after its client stopped reading", streamBound)
+		}
+		if n < 64 {
+			s.postOK(t, sess.ID, map[string]any{"type": "agent.message", "content": big})
+		} else {
+			time.Sleep(10 * time.Millisecond) // poll interval
+		}
+	}
 }

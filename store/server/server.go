@@ -44,6 +44,10 @@ type Options struct {
 	// StreamKeepAlive is how often a session event stream with nothing
 	// to send sends a ping frame (default 15 s; events_stream.go).
 	StreamKeepAlive time.Duration
+	// StreamWriteTimeout bounds one write to an event stream (default
+	// 10 s): a client that stops reading loses its stream rather than
+	// holding the handler, and a graceful shutdown, for ever.
+	StreamWriteTimeout time.Duration
 }
 
 // Validate checks the options and fills in defaults.
@@ -74,6 +78,9 @@ func (o *Options) Validate() error {
 	}
 	if o.StreamKeepAlive <= 0 {
 		o.StreamKeepAlive = 15 * time.Second
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 10 * time.Second
 	}
 	return nil
 }
