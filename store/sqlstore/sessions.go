@@ -172,7 +172,9 @@ func (db *DB) ArchiveSession(ctx context.Context, id string) (*store.Session, er
 			return store.Errorf(store.ErrNotFound, "session %s not found", id)
 		}
 		if !archived {
-			if _, err := db.appendEvents(ctx, tx, id, head, now, []store.NewEvent{store.TerminatedEvent()}); err != nil {
+			// A time read under the row lock, like every append's, so the
+			// log's processed_at never goes back.
+			if _, err := db.appendEvents(ctx, tx, id, head, db.now(), []store.NewEvent{store.TerminatedEvent()}); err != nil {
 				return err
 			}
 			appended = true
