@@ -1,5 +1,6 @@
 // Package store is the memory-store domain of memfs: stores, memories,
-// versions, actors and the change feed; the validation rules every write
+// versions, actors and the change feed; environments, sessions, the work
+// queue and each session's event log (events.go); the validation rules every write
 // enforces; the typed errors callers test with errors.Is; and the Backend
 // interface that the SQLite and PostgreSQL implementations satisfy.
 //

@@ -11,7 +11,8 @@ import (
 	"github.com/memfs/memfs/store/sqlstore"
 )
 
-// Session events over HTTP: validation, credentials, the stream.
+// Session events over HTTP: posting, listing, validation, credentials
+// (the stream: events_stream_test.go).
 
 // eventsPath is a session's events URL.
 func eventsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/events" }
