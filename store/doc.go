@@ -1,7 +1,9 @@
 // Package store is the memory-store domain of memfs: stores, memories,
-// versions, actors and the change feed; the validation rules every write
-// enforces; the typed errors callers test with errors.Is; and the Backend
-// interface that the SQLite and PostgreSQL implementations satisfy.
+// versions, actors and the change feed; environments, sessions, the work
+// queue and each session's event log (events.go); the validation rules
+// every write enforces; the typed errors callers test with errors.Is; and
+// the Backend interface that the SQLite and PostgreSQL implementations
+// satisfy.
 //
 // The types here double as the wire format of the Memory Stores API
 // (their JSON tags are the field names of the official SDK), so the server,

@@ -27,7 +27,16 @@
 // A commit wakes local long polls directly. On PostgreSQL the transaction
 // also runs pg_notify('memfs_changes', store_id), delivered at commit, and
 // every process LISTENs on that channel, so waiters in other memfs serve
-// processes sharing the database wake too.
+// processes sharing the database wake too. Session event logs use the
+// same channel, with the payload "events:" + session id (events.go).
+//
+// # Session event logs
+//
+// An append locks the session's row and numbers its events after
+// sessions.last_event_seq in the same transaction, as the change feed does
+// per store: a stream that read a head never misses an event committed
+// late. Archiving a session appends its session.status_terminated in the
+// archive's own transaction.
 //
 // # Errors
 //
