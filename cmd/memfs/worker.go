@@ -28,6 +28,7 @@ type workerFlags struct {
 	apiURL, memoryRoot string
 	replayKey          *keyFlag
 	metricsListen      string
+	tools              toolFlags
 }
 
 func (f *workerFlags) add(fset *flag.FlagSet) {
@@ -37,6 +38,7 @@ func (f *workerFlags) add(fset *flag.FlagSet) {
 	f.syncFlags.add(fset)
 	f.ownerFlags.add(fset, "the owner of --memory-root: chown it to the agent's user")
 	addMetricsFlag(fset, &f.metricsListen)
+	f.tools.add(fset)
 }
 
 // metrics starts the metrics endpoint (when --metrics-listen is given)
@@ -75,6 +77,9 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: replayKey, Log: log,
 		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
 	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {
+		return cfg, err
+	}
+	if cfg.Tools, err = f.tools.options(); err != nil {
 		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
@@ -139,6 +144,9 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID, cfg.EnvironmentKey = envID, envKey
+	if cfg.Tools != nil {
+		hideCredentials(log)
+	}
 	me, err := f.metrics("worker", &cfg)
 	if err != nil {
 		return err
@@ -209,6 +217,9 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID = item.EnvironmentID
+	if cfg.Tools != nil {
+		hideCredentials(log)
+	}
 	me, err := f.metrics("session", &cfg)
 	if err != nil {
 		return err
