@@ -215,6 +215,15 @@ func sdkSession(sess *store.Session) (*anthropic.BetaManagedAgentsSession, error
 	return &out, nil
 }
 
+// RemoveWorkdir removes the work directory of a session that has
+// terminated while no worker ran it (memfs up archives its demo session
+// after its worker stopped), as removeWorkdir does.
+func (o *ToolsOptions) RemoveWorkdir(sessionID string, log logrus.FieldLogger) {
+	if o.WorkRoot != "" && sessionID != "" {
+		removeWorkdir(filepath.Join(o.WorkRoot, sessionID), log)
+	}
+}
+
 // removeWorkdir removes a terminated session's work directory, unless
 // something is mounted at or below it (the agent's shell may mount, as
 // root): RemoveAll would go into the mount.
