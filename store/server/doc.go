@@ -19,6 +19,6 @@
 // logged once in errors.go with the request id.
 //
 // Lifecycle: New validates Options; Handler serves; BeginShutdown wakes
-// every change-feed long poll so that http.Server.Shutdown can finish
-// in-flight requests promptly.
+// every change-feed long poll and ends every session event stream, so
+// that http.Server.Shutdown can finish in-flight requests promptly.
 package server

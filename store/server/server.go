@@ -41,6 +41,9 @@ type Options struct {
 	AuthFailureWindow    time.Duration
 	// Metrics, when set, receives the request metrics (metrics.go).
 	Metrics prometheus.Registerer
+	// StreamKeepAlive is how often a session event stream with nothing
+	// to send sends a ping frame (default 15 s; events_stream.go).
+	StreamKeepAlive time.Duration
 }
 
 // Validate checks the options and fills in defaults.
@@ -68,6 +71,9 @@ func (o *Options) Validate() error {
 	}
 	if o.AuthFailureWindow <= 0 {
 		o.AuthFailureWindow = time.Minute
+	}
+	if o.StreamKeepAlive <= 0 {
+		o.StreamKeepAlive = 15 * time.Second
 	}
 	return nil
 }
@@ -105,8 +111,9 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// BeginShutdown makes every change-feed long poll answer now, so that
-// http.Server.Shutdown finds no request waiting for commits.
+// BeginShutdown makes every change-feed long poll answer now and ends
+// every session event stream, so that http.Server.Shutdown finds no
+// request waiting for commits.
 func (s *Server) BeginShutdown() {
 	s.shutdownOnce.Do(func() { close(s.shutdown) })
 }
@@ -204,6 +211,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sessions", s.listSessions)
 	s.handle("GET /v1/sessions/{session_id}", s.getSession)
 	s.handle("POST /v1/sessions/{session_id}/archive", s.archiveSession)
+	s.handle("GET /v1/sessions/{session_id}/events", s.listEvents)
+	s.handle("POST /v1/sessions/{session_id}/events", s.sendEvents)
+	s.handleStream("GET /v1/sessions/{session_id}/events/stream", s.streamEvents)
 	s.handleLongPoll("GET /v1/environments/{env_id}/work/poll", s.pollWork)
 	s.handle("GET /v1/environments/{env_id}/work/stats", s.workStats)
 	s.handle("GET /v1/environments/{env_id}/work", s.listWork)

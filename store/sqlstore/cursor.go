@@ -13,10 +13,12 @@ import (
 // vanish. Stores and versions page by their serial number N (newest
 // first); memories by path (K, with X set when K itself must be skipped;
 // with depth=1 after a memory_prefix, K is the first path past the prefix).
+// Session events page by their seq N in either order, D set for newest first.
 type pageToken struct {
 	N int64  `json:"n,omitempty"`
 	K string `json:"k,omitempty"`
 	X bool   `json:"x,omitempty"`
+	D bool   `json:"d,omitempty"`
 }
 
 func encodeToken(t pageToken) string {

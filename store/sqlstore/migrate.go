@@ -149,14 +149,33 @@ CREATE TABLE workers (
 );
 `
 
+// schemaV4 adds each session's event log (store/events.go). Events are
+// numbered per session (seq) under the session row's lock, as memory
+// changes are per store, so that a reader that sees last_event_seq sees
+// every event up to it: a stream never skips one committed late. data is
+// the event's whole JSON as served; JSON text holds no NUL byte, so TEXT
+// serves both dialects.
+const schemaV4 = `
+ALTER TABLE sessions ADD COLUMN last_event_seq BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE session_events (
+	session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	seq          BIGINT NOT NULL,
+	id           TEXT NOT NULL UNIQUE,
+	type         TEXT NOT NULL,
+	processed_at BIGINT NOT NULL,
+	data         TEXT NOT NULL,
+	PRIMARY KEY (session_id, seq)
+);
+`
+
 func sqliteMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{BLOB}", "BLOB", "{PATH}", "TEXT")
-	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3)}
+	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3), schemaV4}
 }
 
 func postgresMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "BIGSERIAL PRIMARY KEY", "{BLOB}", "BYTEA", "{PATH}", `TEXT COLLATE "C"`)
-	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3)}
+	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3), schemaV4}
 }
 
 // migrate applies every migration not yet recorded, each in its own

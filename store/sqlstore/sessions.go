@@ -148,11 +148,18 @@ func (db *DB) ListSessions(ctx context.Context, limit int, page string) (store.P
 	})
 }
 
-// ArchiveSession ends a session: it becomes terminated and its work item,
-// unless stopped, moves to stopping.
+// ArchiveSession ends a session: it becomes terminated, its event log gets
+// its session.status_terminated event (once: at the first archive) and
+// its work item, unless stopped, moves to stopping.
 func (db *DB) ArchiveSession(ctx context.Context, id string) (*store.Session, error) {
 	now := db.now()
+	appended := false
 	err := db.writeTx(ctx, "", func(tx *sql.Tx, _ *lockedStore) error {
+		appended = false
+		head, archived, err := db.lockSessionLog(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, db.d.q(`UPDATE sessions SET archived_at = COALESCE(archived_at, ?), updated_at = ? WHERE id = ?`), now, now, id)
 		if err != nil {
 			return mapErr(err)
@@ -163,6 +170,12 @@ func (db *DB) ArchiveSession(ctx context.Context, id string) (*store.Session, er
 		}
 		if n == 0 {
 			return store.Errorf(store.ErrNotFound, "session %s not found", id)
+		}
+		if !archived {
+			if _, err := db.appendEvents(ctx, tx, id, head, now, []store.NewEvent{store.TerminatedEvent()}); err != nil {
+				return err
+			}
+			appended = true
 		}
 		// An item no worker acknowledged has nothing to tear down: it stops.
 		// A claimed one moves to stopping; its worker ends the session.
@@ -176,6 +189,9 @@ func (db *DB) ArchiveSession(ctx context.Context, id string) (*store.Session, er
 	})
 	if err != nil {
 		return nil, err
+	}
+	if appended {
+		db.hub.notify(eventsKey(id))
 	}
 	return db.GetSession(ctx, id)
 }

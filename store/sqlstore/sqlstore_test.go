@@ -67,6 +67,82 @@ func TestPostgres(t *testing.T) {
 	})
 }
 
+// TestPostgresCrossProcessEvents: an event appended through one instance
+// wakes a session stream's subscriber on another (LISTEN/NOTIFY), as does
+// the archive's session.status_terminated, and appends racing through
+// both instances are numbered 1, 2, 3, ... in commit order.
+func TestPostgresCrossProcessEvents(t *testing.T) {
+	url := sqltest.Postgres(t)
+	a := open(t, url, sqlstore.Options{})
+	b := open(t, url, sqlstore.Options{})
+	ctx := t.Context()
+	env, err := a.CreateEnvironment(ctx, store.CreateEnvironmentInput{Name: "e", KeyHash: []byte("k")})
+	must(t, err)
+	sess, err := a.CreateSession(ctx, store.CreateSessionInput{EnvironmentID: env.ID, MemoryRoot: "/mnt/memory"})
+	must(t, err)
+	use, err := store.ParseEvent(0, []byte(`{"type":"agent.tool_use","name":"bash","input":{"command":"ls"}}`))
+	must(t, err)
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s through A did not wake B's subscriber within 10s", what)
+		}
+	}
+	for round := range 3 {
+		ch, release := b.SubscribeEvents(sess.ID)
+		_, err := a.AppendEvents(ctx, sess.ID, []store.NewEvent{use})
+		must(t, err)
+		wait(ch, fmt.Sprintf("round %d: an append", round))
+		release()
+		tail, err := b.EventsAfter(ctx, sess.ID, int64(round), 10)
+		if err != nil || tail.Head != int64(round+1) || len(tail.Events) != 1 {
+			t.Fatalf("round %d: B reads %+v, %v; want head %d and its event", round, tail, err, round+1)
+		}
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		db := a
+		if i%2 == 1 {
+			db = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = db.AppendEvents(context.Background(), sess.ID, []store.NewEvent{use, use})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("appender %d: %v", i, err)
+		}
+	}
+	tail, err := a.EventsAfter(ctx, sess.ID, 0, 100)
+	must(t, err)
+	if tail.Head != 19 || len(tail.Events) != 19 {
+		t.Fatalf("after the race: head %d, %d events; want 19", tail.Head, len(tail.Events))
+	}
+	for i, e := range tail.Events {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d; want the log numbered 1, 2, 3, ...", i, e.Seq)
+		}
+	}
+
+	ch, release := b.SubscribeEvents(sess.ID)
+	defer release()
+	_, err = a.ArchiveSession(ctx, sess.ID)
+	must(t, err)
+	wait(ch, "archiving the session")
+	tail, err = b.EventsAfter(ctx, sess.ID, 19, 10)
+	if err != nil || !tail.Terminated || len(tail.Events) != 1 || tail.Events[0].Type != store.EventSessionStatusTerminated {
+		t.Fatalf("B reads the archived session as %+v, %v; want terminated with its session.status_terminated", tail, err)
+	}
+}
+
 // TestPostgresCrossProcess opens two DB instances on one database, as two
 // memfs serve processes would: a commit through one wakes change-feed
 // waiters on the other (LISTEN/NOTIFY), and writes through both are

@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		{"Environments", environmentTests},
 		{"Sessions", sessionTests},
 		{"Work", workTests},
+		{"Events", eventTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

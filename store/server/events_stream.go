@@ -1,0 +1,166 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+	"time"
+
+	"github.com/memfs/memfs/store"
+)
+
+// The event stream: GET /v1/sessions/{id}/events/stream answers
+// text/event-stream, one frame per event appended after the request
+// arrived, in the log's order:
+//
+//	event: agent.tool_use
+//	data: {"type":"agent.tool_use","id":"sevt_…","processed_at":"…",…}
+//
+// (each frame ends with an empty line; the data is the event as listed,
+// on one line). The headers are sent at once, before any event, because
+// the SDK's tool runner opens the stream, waits for its headers, and
+// only then lists the history: every event is in the listing or on the
+// stream. Every StreamKeepAlive without an event, a ping frame
+// (event: ping), which the SDK skips, keeps proxies from closing an idle
+// connection and finds a client that is gone.
+//
+// The stream ends after it delivers session.status_terminated (archiving
+// the session appends it); a stream opened on a terminated session sends
+// that event and ends at once. It also ends when the server shuts down
+// (BeginShutdown) or the database fails; the SDK reconnects, and lists
+// the history again, in both cases.
+
+// streamBatch is how many events one read of the log takes.
+const streamBatch = 100
+
+// streamFunc is a streaming handler: it returns an error only before it
+// has written anything (answered as the error envelope); once streaming,
+// it ends the answer itself.
+type streamFunc func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+// handleStream registers a streaming route.
+func (s *Server) handleStream(pattern string, h streamFunc) {
+	route := routeOf(pattern)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rec := accessOf(r)
+		rec.route = route
+		p, err := s.authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rec.p = p
+		if err := h(w, r, p); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// eventFrame is the SSE frame of one event.
+func eventFrame(e store.Event) []byte {
+	var b bytes.Buffer
+	b.Grow(len(e.JSON) + len(e.Type) + 16)
+	b.WriteString("event: ")
+	b.WriteString(e.Type)
+	b.WriteString("\ndata: ")
+	b.Write(e.JSON)
+	b.WriteString("\n\n")
+	return b.Bytes()
+}
+
+var pingFrame = []byte("event: ping\ndata: {\"type\":\"ping\"}\n\n")
+
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p *principal) error {
+	id := r.PathValue("session_id")
+	if err := eventsAccess(p, id); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	// Subscribe before reading the head, so that an append between the
+	// two still wakes the loop below.
+	woken, release := s.b.SubscribeEvents(id)
+	defer func() { release() }()
+	tail, err := s.b.EventsAfter(ctx, id, 0, 0)
+	if err != nil {
+		return err
+	}
+	var last []store.Event
+	if tail.Terminated && tail.Head > 0 {
+		// Nothing follows session.status_terminated: it is the last event.
+		t, err := s.b.EventsAfter(ctx, id, tail.Head-1, 1)
+		if err != nil {
+			return err
+		}
+		last = t.Events
+	}
+
+	rc := http.NewResponseController(w)
+	w.Header().Set("content-type", "text/event-stream")
+	w.Header().Set("cache-control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	send := func(frame []byte) bool {
+		if _, err := w.Write(frame); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send(nil) {
+		return nil
+	}
+	if tail.Terminated {
+		for _, e := range last {
+			if e.Type == store.EventSessionStatusTerminated {
+				send(eventFrame(e))
+			}
+		}
+		return nil
+	}
+	log := s.log.WithField("request_id", requestID(r))
+	cursor := tail.Head
+	keepAlive := time.NewTicker(s.opts.StreamKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-woken:
+			release()
+			woken, release = s.b.SubscribeEvents(id)
+			for {
+				t, err := s.b.EventsAfter(ctx, id, cursor, streamBatch)
+				if err != nil {
+					if ctx.Err() == nil {
+						log.WithError(err).Warn("session event stream: reading the log failed; ending the stream (the client reconnects)")
+					}
+					return nil
+				}
+				var frames bytes.Buffer
+				ended := false
+				for _, e := range t.Events {
+					frames.Write(eventFrame(e))
+					cursor = e.Seq
+					if e.Type == store.EventSessionStatusTerminated {
+						ended = true
+						break
+					}
+				}
+				if frames.Len() > 0 && !send(frames.Bytes()) {
+					return nil
+				}
+				// A terminated session without its event in the log (archived
+				// before memfs kept event logs) ends the stream too.
+				if ended || (t.Terminated && cursor >= t.Head) {
+					return nil
+				}
+				if len(t.Events) < streamBatch {
+					break
+				}
+			}
+		case <-keepAlive.C:
+			if !send(pingFrame) {
+				return nil
+			}
+		case <-s.shutdown:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
