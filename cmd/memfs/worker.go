@@ -105,6 +105,11 @@ journals stay for replay). Give it a stop timeout of at least 35 s
 from outside (umount) while its session runs gets a final sync (writes
 only) and is let go; the session goes on without it.
 
+With --run-tools it also runs each session's tools (the official SDK's
+session tool runner, in <workdir>/<session id>), until the session
+terminates or stays idle past --max-idle (a clean end); the agent's shell
+gets no memfs or Anthropic key (--tool-env, --tool-env-file add to it).
+
 Exit status: 0 stopped, and everything closed on the session mounts
 reached the store; 1 an error (the work queue refused the key); 2 a usage
 error; 3 stopped, but changes are left in the journals (the final syncs
@@ -185,6 +190,8 @@ stdin), or as its ids plus a secret file (which other users must not be
 able to read). Falls back to ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID,
 ANTHROPIC_SESSION_ID, ANTHROPIC_WORK_SECRET and ANTHROPIC_WORK_LAST_HEARTBEAT
 (to continue another process's lease).
+
+With --run-tools it also runs the session's tools, as memfs worker does.
 
 Exit status: 0 the session ended, and everything closed on its mounts
 reached the store; 1 an error (the session could not start); 2 a usage
