@@ -101,6 +101,20 @@ type Event struct {
 // MarshalJSON writes the event as stored.
 func (e Event) MarshalJSON() ([]byte, error) { return e.JSON, nil }
 
+// UnmarshalJSON reads an event as served (a client's view: Seq stays 0).
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var head struct {
+		ID          string    `json:"id"`
+		Type        string    `json:"type"`
+		ProcessedAt time.Time `json:"processed_at"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	*e = Event{ID: head.ID, Type: head.Type, ProcessedAt: head.ProcessedAt, JSON: append(json.RawMessage(nil), b...)}
+	return nil
+}
+
 // NewEvent is a validated event to append (ParseEvent).
 type NewEvent struct {
 	Type string

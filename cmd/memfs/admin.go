@@ -44,8 +44,13 @@ type verb struct {
 	name    string
 	args    string // the positional arguments, for the group's help
 	summary string
-	run     func(a *admin, args []string) error
+	// run is nil for a verb that is a group of its own (nestedGroups).
+	run func(a *admin, args []string) error
 }
+
+// nestedGroups are the admin groups reached as a verb of another, by
+// "GROUP VERB" (memfs sessions events ls: "sessions events").
+var nestedGroups = map[string]*adminGroup{}
 
 // adminGroup is one admin command: memfs stores, memories or versions.
 type adminGroup struct {
@@ -80,13 +85,16 @@ func (g *adminGroup) run(ctx context.Context, aio adminIO, args []string) error 
 		g.usage(aio.stdout)
 		return flag.ErrHelp
 	}
+	if sub := nestedGroups[g.name+" "+args[0]]; sub != nil {
+		return sub.run(ctx, aio, args[1:])
+	}
 	for _, v := range g.verbs {
-		if v.name == args[0] {
+		if v.name == args[0] && v.run != nil {
 			a := &admin{ctx: ctx, io: aio, cmd: g.name + " " + v.name}
 			return a.explain(v.run(a, args[1:]))
 		}
 	}
-	return usagef("unknown verb %q (one of %s)", args[0], g.verbNames())
+	return usageError{msg: fmt.Sprintf("unknown verb %q (one of %s)", args[0], g.verbNames()), help: "memfs " + g.name}
 }
 
 func (g *adminGroup) verbNames() string {

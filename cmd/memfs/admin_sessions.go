@@ -27,12 +27,13 @@ worker claims it and mounts the attached memory stores.`,
 		{"create", "--environment ENV --store ID[:ro] ...", "create a session attaching memory stores", sessionsCreate},
 		{"get", "SESSION", "show a session", sessionsGet},
 		{"archive", "SESSION", "end a session (its work item moves to stopping)", sessionsArchive},
+		{"events", "VERB SESSION ...", "the session's event log: ls, post (an agent's tool use), stream", nil},
 	},
 }
 
 func init() {
 	registerGroup(environmentsGroup, "manage environments (create, get, healthcheck)")
-	registerGroup(sessionsGroup, "manage sessions (create, get, archive)")
+	registerGroup(sessionsGroup, "manage sessions (create, get, archive, events)")
 }
 
 func environmentsCreate(a *admin, args []string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"regexp"
 	"runtime"
@@ -26,6 +27,13 @@ func everyCommand() [][]string {
 			for _, v := range g.verbs {
 				out = append(out, []string{name, v.name})
 			}
+		}
+	}
+	// The verbs of a nested group (memfs sessions events ls); the group
+	// itself is a verb of its parent, listed above.
+	for _, name := range slices.Sorted(maps.Keys(nestedGroups)) {
+		for _, v := range nestedGroups[name].verbs {
+			out = append(out, append(strings.Fields(name), v.name))
 		}
 	}
 	return append(out, []string{"conflicts", "list"}, []string{"conflicts", "show"})

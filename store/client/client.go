@@ -33,6 +33,9 @@ type Client struct {
 	ua      string
 	timeout time.Duration
 	rc      *retryablehttp.Client
+	// streams sends event-stream requests: no retries and no attempt
+	// timeout, which would cut a stream that is meant to stay open.
+	streams *http.Client
 }
 
 // New returns a client for opts (see Options for the defaults).
@@ -49,6 +52,7 @@ func New(opts Options) (*Client, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	streams := &http.Client{Transport: base, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar}
 	hc.Transport = &timeoutTransport{base: base, timeout: opts.Timeout}
 	rc := &retryablehttp.Client{
 		HTTPClient:   hc,
@@ -68,6 +72,7 @@ func New(opts Options) (*Client, error) {
 		ua:      opts.UserAgent,
 		timeout: opts.Timeout,
 		rc:      rc,
+		streams: streams,
 	}, nil
 }
 
