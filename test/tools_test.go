@@ -6,13 +6,16 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/test/harness"
 )
 
 // TestToolsFileAndShell: the agent's file tools and shell work on the
@@ -365,3 +368,39 @@ func TestToolsBadFlags(t *testing.T) {
 	}
 }
 
+
+// TestUpRunTools: memfs up --run-tools runs its demo session's tools; the
+// tool call its banner suggests, pasted into a shell as a person would,
+// prints the bash tool's result (a grep over the mount); a write tool call
+// reaches the store; Ctrl-C still exits 0 with nothing mounted, and the
+// archived demo session's work directory is removed.
+func TestUpRunTools(t *testing.T) {
+	t.Parallel()
+	mtRequireFUSE(t)
+	up := startUp(t, "--memory-sync-interval", "5s", "--run-tools")
+	line := regexp.MustCompile(`(?m)^\s+(MEMFS_API_URL=.* sessions events post (sesn_\S+) --tool bash .*)$`).FindStringSubmatch(up.proc.Output())
+	if line == nil {
+		t.Fatalf("the banner suggests no tool call:\n%s", up.proc.Output())
+	}
+	out, err := exec.Command("sh", "-c", line[1]).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), up.dir+"/projects/acme/notes.md:Acme: weekly sync on Tuesdays.") {
+		t.Fatalf("the banner's tool call %q: %v\n%s", line[1], err, out)
+	}
+	sessID := line[2]
+	workdir := filepath.Join(up.dataDir, "state", "work", sessID)
+	if _, err := os.Stat(workdir); err != nil {
+		t.Errorf("the demo session's work directory: %v", err)
+	}
+	post := exec.Command(harness.Binary(t), "sessions", "events", "post", sessID, "--tool", "write", "--wait-result",
+		"--input", `{"file_path":"`+up.dir+`/agent.md","content":"written by the agent\n"}`)
+	post.Env = append(os.Environ(), "MEMFS_API_URL="+up.url, "MEMFS_API_KEY="+up.adminKey)
+	if out, err := post.CombinedOutput(); err != nil {
+		t.Fatalf("a write tool call: %v\n%s", err, out)
+	}
+	up.waitContent(t, "/agent.md", "written by the agent\n")
+	up.proc.Signal(syscall.SIGINT)
+	if code := up.proc.Wait(wkExitTimeout); code != 0 {
+		t.Fatalf("memfs up exited %d after Ctrl-C:\n%s", code, up.proc.Output())
+	}
+	wkCheckGone(t, up.dir, workdir)
+}

@@ -249,7 +249,7 @@ func upToolsBanner(runTools bool, apiURL, keyFile, self, sessionID, mountPath st
 	return fmt.Sprintf(`
 The session's tools run here too (--run-tools). Post a tool call as the agent would,
 and see its result:
-  MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s sessions events post %s --tool bash --input '{"command":"grep -r Acme %s"}'
+  MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s sessions events post %s --tool bash --input '{"command":"grep -r Acme %s"}' --wait-result
 `, apiURL, keyFile, self, sessionID, mountPath)
 }
 
