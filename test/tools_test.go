@@ -404,3 +404,36 @@ func TestUpRunTools(t *testing.T) {
 	}
 	wkCheckGone(t, up.dir, workdir)
 }
+
+// TestSessionRunTools: memfs session --run-tools runs one claimed item's
+// tools like the worker: a tool call is answered, and the session going
+// idle past --max-idle ends it cleanly: the write is uploaded, the item
+// stopped, and memfs session exits 0.
+func TestSessionRunTools(t *testing.T) {
+	t.Parallel()
+	e := newWkEnv(t)
+	st := e.newStore("One", map[string]string{"/n.md": "n1\n"})
+	sess := e.newSession(wkRW(st))
+	raw, _, _ := e.poll()
+	b, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := wkWriteFile(t, t.TempDir(), "work.json", b, 0o600)
+	p := harness.StartProc(t, harness.ProcOptions{}, "session", "--api-url", e.serve.URL, "--memory-root", e.root,
+		"--state-dir", e.stateDir, "--memory-sync-interval", "60s", "--work-json", work, "--run-tools", "--max-idle", "1s")
+	t.Cleanup(func() { harness.DetachUnder(e.root) })
+	p.WaitOutput(1, wkStartTimeout, "running the session's tools", sess.ID)
+	dir := sess.Resources[0].MountPath
+	if out := e.mustTool(sess.ID, "bash", bash("cat "+dir+"/n.md && echo n2 > "+dir+"/n.md")); strings.TrimSpace(out) != "n1" {
+		t.Errorf("bash cat through memfs session: %q", out)
+	}
+	e.postEvents(sess.ID, map[string]any{"type": "session.status_idle", "stop_reason": map[string]any{"type": "end_turn"}})
+	if code := p.Wait(wkExitTimeout); code != 0 {
+		t.Fatalf("memfs session exited %d after its session went idle, want 0:\n%s", code, p.Output())
+	}
+	p.WaitOutput(1, 0, "session ending", "ending=clean", sess.ID)
+	e.checkStore(st, map[string]string{"/n.md": "n2\n"})
+	e.waitWorkState(sess.ID, store.WorkStopped, wkQuickTimeout)
+	wkCheckGone(t, dir)
+}
