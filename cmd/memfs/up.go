@@ -211,8 +211,7 @@ Try, in another terminal:
   MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s memories ls %s
   %s status --state-dir %s
 
-%s
-Ctrl-C uploads what is pending, unmounts and exits.
+%sCtrl-C uploads what is pending, unmounts and exits.
 `, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID, mountPath, mountPath, mountPath, mountPath,
 		apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, st.StoreID, self, stateDir,
 		upToolsBanner(runTools, apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, sess.ID, mountPath))
@@ -246,10 +245,10 @@ func upToolsBanner(runTools bool, apiURL, keyFile, self, sessionID, mountPath st
 	if !runTools {
 		return ""
 	}
-	return fmt.Sprintf(`
-The session's tools run here too (--run-tools). Post a tool call as the agent would,
+	return fmt.Sprintf(`The session's tools run here too (--run-tools). Post a tool call as the agent would,
 and see its result:
   MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s sessions events post %s --tool bash --input '{"command":"grep -r Acme %s"}' --wait-result
+
 `, apiURL, keyFile, self, sessionID, mountPath)
 }
 
