@@ -368,7 +368,6 @@ func TestToolsBadFlags(t *testing.T) {
 	}
 }
 
-
 // TestUpRunTools: memfs up --run-tools runs its demo session's tools; the
 // tool call its banner suggests, pasted into a shell as a person would,
 // prints the bash tool's result (a grep over the mount); a write tool call
