@@ -45,6 +45,7 @@ type flusher struct {
 	// a delete of their local file) as the pass began; set before its
 	// uploads start and only read by them.
 	moving    map[string]bool
+	scratch   int       // scratch creates the pass's plan held back (scratch.go)
 	last      PassInfo  // the last pass that ended
 	lastClean time.Time // when the last pass that left nothing failed began
 }
@@ -184,6 +185,10 @@ func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Ent
 		switch {
 		case e.Deleted && e.Origin == "":
 			// never uploaded; nothing to do
+		case scratchCreate(e.Origin, e.Path, e.Deleted):
+			// a write tool's temporary file: renamed over its target
+			// soon, never uploaded (scratch.go)
+			f.scratch++
 		case e.Deleted:
 			dels = append(dels, e)
 		case !utf8.Valid(e.Content):
@@ -267,7 +272,9 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 			f.moving[p.Origin] = true
 		}
 	}
+	f.scratch = 0
 	ops, deletes := f.plan(pending)
+	scratch := f.scratch
 	e.syncMu.Unlock()
 
 	r := &passRun{}
@@ -309,7 +316,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	case r.res.Uploaded+r.res.Deleted > 0:
 		e.outage.ok()
 	}
-	r.res.Left = e.journal.Stats().Pending
+	r.res.Left = max(0, e.journal.Stats().Pending-scratch) // scratch files are never uploaded
 	if r.res.did() {
 		f.log.WithFields(logrus.Fields{"uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
 			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")

@@ -106,6 +106,9 @@ func (e *Engine) Status() Status {
 		}
 	}
 	for _, p := range e.journal.Snapshot() {
+		if scratchCreate(p.Origin, p.Path, p.Deleted) {
+			continue // on the mount only (scratch.go)
+		}
 		c := PendingChange{Path: p.Path, Reason: ReasonWaiting, MemoryID: p.Origin}
 		switch {
 		case p.Deleted:

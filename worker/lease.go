@@ -24,10 +24,13 @@ const (
 	// EndLeaseLost: another worker may hold the item now: writes only,
 	// and the item is not stopped.
 	EndLeaseLost
+	// EndError: the session's tool runner failed (--run-tools): writes
+	// only, then stop the item (force), as for a shutdown.
+	EndError
 )
 
 func (e Ending) String() string {
-	return [...]string{"clean", "shutdown", "lease lost"}[e]
+	return [...]string{"clean", "shutdown", "lease lost", "error"}[e]
 }
 
 // heartbeater is what the lease keeper needs from the API.

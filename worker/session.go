@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -136,6 +138,9 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 				}
 			}
 		}
+		if s.cfg.Tools != nil {
+			removeWorkdir(filepath.Join(s.cfg.Tools.WorkRoot, sess.ID), log)
+		}
 		log.Info("session already terminated: stopped without mounting")
 		ending = EndClean
 		stop()
@@ -152,6 +157,16 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		return err
 	}
 	log.WithField("stores", len(mounts)).Info("session running")
+	var tools *toolRun
+	if s.cfg.Tools != nil {
+		if tools, err = s.startTools(sess, cmp.Or(token, s.cfg.EnvironmentKey), mounts, resources, log); err != nil {
+			log.WithError(err).Error("session failed: its tools could not start")
+			s.teardown(abort, mounts, false)
+			stop()
+			return err
+		}
+	}
+	var runErr error
 	gone := make(chan *storeMount, len(mounts))
 	for _, m := range mounts {
 		go func(m *storeMount) {
@@ -170,15 +185,36 @@ wait:
 		case <-ctx.Done():
 			ending = EndShutdown
 			break wait
+		case r := <-tools.result():
+			ending, runErr = r.ending, r.err
+			break wait
 		case sm := <-gone:
 			s.endUnmounted(abort, sm)
 			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
 		}
 	}
+	tools.stop() // before the final sync: the agent's shell is gone
 	log.WithField("ending", ending.String()).Info("session ending")
 	s.teardown(abort, mounts, ending == EndClean)
+	if tools != nil && ending == EndClean {
+		s.endWorkdir(api, sess.ID, tools.workdir, log)
+	}
 	stop()
-	return nil
+	return runErr
+}
+
+// endWorkdir removes the work directory of a session that ended cleanly
+// if the session has terminated; an idle session keeps it (ToolsOptions).
+func (s *Session) endWorkdir(api *client.Client, sessionID, dir string, log logrus.FieldLogger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := api.GetSession(ctx, sessionID)
+	switch {
+	case err != nil:
+		log.WithError(err).Warn("the work directory is kept: the session's status could not be read")
+	case sess.Status == store.SessionTerminated:
+		removeWorkdir(dir, log)
+	}
 }
 
 // storeMount is one mounted store of a session.

@@ -68,6 +68,9 @@ type Config struct {
 	// Metrics, when set, is told of work items and heartbeats and
 	// observes every mount (metrics.go).
 	Metrics Metrics
+	// Tools, when set, runs each session's tools once its stores are
+	// mounted (--run-tools; tools.go).
+	Tools *ToolsOptions
 }
 
 // Validate checks the configuration and fills in defaults.
@@ -102,6 +105,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
+	}
+	if c.Tools != nil {
+		return c.Tools.validate(c.StateDir)
 	}
 	return nil
 }

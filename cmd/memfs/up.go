@@ -43,6 +43,7 @@ var demoMemories = map[string]string{
 
 func runUp(args []string) error {
 	var listen, dataDir, memoryRoot, metricsListen string
+	var runTools bool
 	var sf syncFlags
 	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
@@ -77,6 +78,7 @@ Flags:
 	sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
 	of.add(fset, "you")
 	addMetricsFlag(fset, &metricsListen)
+	fset.BoolVar(&runTools, "run-tools", false, "also run the demo session's tools, as memfs worker --run-tools does (its work directory is <state dir>/work/<session id>; it never ends for being idle); the banner shows how to post a tool call as the agent would")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
@@ -174,10 +176,17 @@ Flags:
 	stateDir := sf.stateDir
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
+	var tools *worker.ToolsOptions
+	if runTools {
+		// The demo session waits for the person trying it: no idle end.
+		never := time.Duration(0)
+		tools = &worker.ToolsOptions{MaxIdle: &never}
+		hideCredentials(log)
+	}
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
 		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad})
+		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools})
 	if err != nil {
 		return err
 	}
@@ -202,9 +211,10 @@ Try, in another terminal:
   MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s memories ls %s
   %s status --state-dir %s
 
-Ctrl-C uploads what is pending, unmounts and exits.
+%sCtrl-C uploads what is pending, unmounts and exits.
 `, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID, mountPath, mountPath, mountPath, mountPath,
-		apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, st.StoreID, self, stateDir)
+		apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, st.StoreID, self, stateDir,
+		upToolsBanner(runTools, apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, sess.ID, mountPath))
 	select {
 	case <-ctx.Done():
 	case err := <-workerDone:
@@ -218,12 +228,28 @@ Ctrl-C uploads what is pending, unmounts and exits.
 	defer cancel()
 	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
 		log.WithError(err).Warn("could not archive the demo session")
+	} else if tools != nil {
+		tools.RemoveWorkdir(sess.ID, log)
 	}
 	if err := stopError(w.Left(), cut, fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr); err != nil {
 		return err
 	}
 	fmt.Println("memfs up: stopped; nothing is left mounted.")
 	return nil
+}
+
+// upToolsBanner is what to try with --run-tools: post a tool call as the
+// agent would (the admin key may post agent.* events: the documented
+// stand-in for the agent loop) and print its result.
+func upToolsBanner(runTools bool, apiURL, keyFile, self, sessionID, mountPath string) string {
+	if !runTools {
+		return ""
+	}
+	return fmt.Sprintf(`The session's tools run here too (--run-tools). Post a tool call as the agent would,
+and see its result:
+  MEMFS_API_URL=%s MEMFS_API_KEY=$(cat %s) %s sessions events post %s --tool bash --input '{"command":"grep -r Acme %s"}' --wait-result
+
+`, apiURL, keyFile, self, sessionID, mountPath)
 }
 
 // waitWorker waits for the stopping worker to end its sessions. A second

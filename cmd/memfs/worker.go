@@ -28,6 +28,7 @@ type workerFlags struct {
 	apiURL, memoryRoot string
 	replayKey          *keyFlag
 	metricsListen      string
+	tools              toolFlags
 }
 
 func (f *workerFlags) add(fset *flag.FlagSet) {
@@ -37,6 +38,7 @@ func (f *workerFlags) add(fset *flag.FlagSet) {
 	f.syncFlags.add(fset)
 	f.ownerFlags.add(fset, "the owner of --memory-root: chown it to the agent's user")
 	addMetricsFlag(fset, &f.metricsListen)
+	f.tools.add(fset)
 }
 
 // metrics starts the metrics endpoint (when --metrics-listen is given)
@@ -77,6 +79,9 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {
 		return cfg, err
 	}
+	if cfg.Tools, err = f.tools.options(); err != nil {
+		return cfg, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("%v", err)
 	}
@@ -99,6 +104,11 @@ journals stay for replay). Give it a stop timeout of at least 35 s
 (systemd TimeoutStopSec=35, docker --stop-timeout 35). A store unmounted
 from outside (umount) while its session runs gets a final sync (writes
 only) and is let go; the session goes on without it.
+
+With --run-tools it also runs each session's tools (the official SDK's
+session tool runner, in <workdir>/<session id>), until the session
+terminates or stays idle past --max-idle (a clean end); the agent's shell
+gets no memfs or Anthropic key (--tool-env, --tool-env-file add to it).
 
 Exit status: 0 stopped, and everything closed on the session mounts
 reached the store; 1 an error (the work queue refused the key); 2 a usage
@@ -139,6 +149,9 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID, cfg.EnvironmentKey = envID, envKey
+	if cfg.Tools != nil {
+		hideCredentials(log)
+	}
 	me, err := f.metrics("worker", &cfg)
 	if err != nil {
 		return err
@@ -178,6 +191,8 @@ able to read). Falls back to ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID,
 ANTHROPIC_SESSION_ID, ANTHROPIC_WORK_SECRET and ANTHROPIC_WORK_LAST_HEARTBEAT
 (to continue another process's lease).
 
+With --run-tools it also runs the session's tools, as memfs worker does.
+
 Exit status: 0 the session ended, and everything closed on its mounts
 reached the store; 1 an error (the session could not start); 2 a usage
 error; 3 ended, but changes are left in the journal (as for memfs worker).
@@ -209,6 +224,9 @@ Flags:
 		return err
 	}
 	cfg.EnvironmentID = item.EnvironmentID
+	if cfg.Tools != nil {
+		hideCredentials(log)
+	}
 	me, err := f.metrics("session", &cfg)
 	if err != nil {
 		return err

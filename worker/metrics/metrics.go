@@ -97,7 +97,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		claimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "memfs_worker_work_items_claimed_total",
 			Help: "Work items this worker claimed."}),
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memfs_worker_work_items_ended_total",
-			Help: "Work items that ended, by how: clean, shutdown, lease_lost, or failed (before the session ran)."}, []string{"ending"}),
+			Help: "Work items that ended, by how: clean, shutdown, lease_lost, or failed (before the session ran, or its tool runner failed)."}, []string{"ending"}),
 		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{Name: "memfs_worker_heartbeat_failures_total",
 			Help: "Work item heartbeats that failed."}),
 		stores: map[string]*Store{},
