@@ -419,13 +419,28 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	if o.kind == opUpdate && !recreated {
 		fresh = ms.gen[m.ID] == o.gen
 	}
-	if fresh {
-		ms.agree(e.FileID, m)
-	}
-	delete(ms.sent, m.ID)
 	delete(ms.created, e.Path)
 	if err := f.e.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		return err
+	}
+	if fresh {
+		ms.agree(e.FileID, m)
+		ms.seen(m.ID, m.ContentSHA256)
+		return nil
+	}
+	// The overlay applied another state of the memory meanwhile — often
+	// only an older write of ours coming back through the change feed
+	// (an editor saving again and again: each save a new file renamed
+	// over the last, each upload an update of the same memory). That
+	// state is not taken back, but the memory's copy here is still the
+	// file that carried this write (or its pending delete, when a newer
+	// save replaced it while the write was in flight): bind it, and keep
+	// what was sent, so that this write, when the feed brings it, is
+	// known as ours instead of taken for a remote edit colliding with the
+	// newest save.
+	if f.e.carries(e.FileID, m.Path) {
+		ms.byMemory[m.ID] = e.FileID
+		ms.gen[m.ID]++
 	}
 	return nil
 }

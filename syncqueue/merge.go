@@ -54,6 +54,17 @@ func (s *mergeState) noteSent(memoryID, sha string) {
 	s.sent[memoryID][sha] = true
 }
 
+// seen forgets one write we sent once the store shows it: a later
+// identical write by someone else then counts as remote. Other writes of
+// ours to the memory may still be on their way back (an editor saving
+// again while the last save's update is answered): they stay known.
+func (s *mergeState) seen(memoryID, sha string) {
+	delete(s.sent[memoryID], sha)
+	if len(s.sent[memoryID]) == 0 {
+		delete(s.sent, memoryID)
+	}
+}
+
 // agree records that the store holds memory m and the local file fileID
 // is its copy.
 func (s *mergeState) agree(fileID string, m *store.Memory) {
@@ -73,6 +84,19 @@ func (s *mergeState) forget(memoryID string) {
 func (s *mergeState) agrees(m *store.Memory) bool {
 	k, ok := s.known[m.ID]
 	return ok && k.sha == m.ContentSHA256 && k.path == m.Path
+}
+
+// carries reports whether the local file fileID is still a memory's copy
+// at path: it stands there, or it has a change pending (a move, or the
+// delete an atomic save left when it replaced the file).
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) carries(fileID, path string) bool {
+	if id, isDir, ok := e.tree.At(path); ok && !isDir && id == fileID {
+		return true
+	}
+	_, pending := e.pendingOf(fileID)
+	return pending
 }
 
 // pendingOf returns the journal's pending entry of a file, if any.
@@ -115,9 +139,8 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	ours := e.ms.sent[memoryID][m.ContentSHA256]
 	if ours {
 		// Our own write coming back (perhaps its response was lost): not
-		// a remote edit. Forget it now, so that a later identical write
-		// by someone else counts as remote.
-		delete(e.ms.sent, memoryID)
+		// a remote edit.
+		e.ms.seen(memoryID, m.ContentSHA256)
 	}
 	if ours && pending && !p.Deleted && p.Origin == memoryID && p.BaseSHA != m.ContentSHA256 {
 		return e.ourWriteBack(fileID, p, m, log)
@@ -183,7 +206,7 @@ func (e *Engine) ourWriteBack(fileID string, p journal.Entry, m *store.Memory, l
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) deletedAfterOurWrite(fileID string, p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
-	delete(e.ms.sent, m.ID)
+	e.ms.seen(m.ID, m.ContentSHA256)
 	if id, isDir, ok := e.tree.At(m.Path); ok && !isDir && id != "" && id != fileID {
 		if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" && lp.Path == m.Path &&
 			store.SHA256Hex(string(lp.Content)) == m.ContentSHA256 {
@@ -349,7 +372,7 @@ func (e *Engine) adoptSame(memoryID, path, sha string) bool {
 	}
 	e.confirm(p, memoryID, sha, path)
 	e.ms.agree(fileID, &store.Memory{ID: memoryID, Path: path, ContentSHA256: sha})
-	delete(e.ms.sent, memoryID)
+	e.ms.seen(memoryID, sha)
 	if !local {
 		delete(e.ms.created, path)
 	}

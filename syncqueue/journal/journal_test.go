@@ -198,6 +198,30 @@ func TestDeleteDuringCreateUpload(t *testing.T) {
 	}
 }
 
+// The same when the file moved before it was removed, as an editor's
+// atomic saves do (create the temporary file, rename it over the target,
+// then the next save's rename replaces it): the newer state was never
+// handed out, but the first one's create is still in flight.
+func TestDeleteAfterMoveDuringCreateUpload(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOpts()
+	j := open(t, dir, opts)
+	lsn := put(t, j, "local-1", "/n.md.tmp", "new")
+	if p := j.Pending(); len(p) != 1 { // the flusher takes the create...
+		t.Fatalf("pending: %+v", p)
+	}
+	put(t, j, "local-1", "/n.md", "new") // ...the file is renamed over /n.md...
+	del(t, j, "local-1", "/n.md")        // ...and replaced by the next save...
+	if p := j.Pending(); len(p) != 0 {
+		t.Fatalf("pending after delete: %+v", p)
+	}
+	confirm(t, j, "local-1", lsn, "mem_9", "sha9", "/n.md.tmp") // ...when the create lands.
+	p := j.Pending()
+	if len(p) != 1 || !p[0].Deleted || p[0].Origin != "mem_9" || p[0].BaseSHA != "sha9" {
+		t.Fatalf("want a pending delete of mem_9 (else it stays in the store for ever), got %+v", p)
+	}
+}
+
 func TestConfirmOfDeleteRebasesNewerPutToCreate(t *testing.T) {
 	dir := t.TempDir()
 	opts, _ := testOpts()

@@ -130,10 +130,16 @@ func (s *state) apply(r *record, raw []byte) error {
 	}
 	switch r.typ {
 	case recPut:
+		// A newer state of a file whose earlier one was handed out keeps
+		// the mark: that upload may still be in flight (a create answered
+		// after the file was renamed, then replaced, as an editor's
+		// atomic saves do), and a delete of the file must then leave a
+		// tombstone for its answer.
+		prev := s.pending[r.fileID]
 		s.setPending(&entry{Entry: Entry{
 			FileID: r.fileID, Origin: r.origin, BaseSHA: r.baseSHA, Path: r.path,
 			Content: putContent(raw, len(r.content)), LSN: r.lsn,
-		}, rec: raw, baseLSN: s.baseLSNOf(r.fileID)})
+		}, rec: raw, baseLSN: s.baseLSNOf(r.fileID), handedOut: prev != nil && prev.handedOut})
 		delete(s.tombs, r.fileID)
 	case recDelete:
 		if r.origin == "" {
