@@ -41,13 +41,12 @@ func needFUSE(t *testing.T) {
 }
 
 // TestWriteToolSavesNeverUploadTemporaryFiles: the SDK's real write tool
-// saves new files on a real mount while sync passes run back to back, so
-// that passes fall between a temporary file's close and its rename: no
-// memory is ever created at a temporary name (without the scratch rule,
-// about one save in ten here uploads one). Then a save over an existing
-// memory keeps its id. (Saves over the same memory during passes run back
-// to back are left out: they meet a race of the engine's own, with any
-// editor's temporary names; see the report of issue 11.)
+// saves new files, and saves /a.md again and again, on a real mount while
+// sync passes run back to back, so that passes fall between a temporary
+// file's close and its rename: no memory is ever created at a temporary
+// name (without the scratch rule, about one save in ten here uploads
+// one), /a.md keeps its memory id through every save, and the store ends
+// with the last save of each file.
 func TestWriteToolSavesNeverUploadTemporaryFiles(t *testing.T) {
 	needFUSE(t)
 	srv := servertest.New(t)
@@ -112,6 +111,7 @@ func TestWriteToolSavesNeverUploadTemporaryFiles(t *testing.T) {
 	const saves = 150
 	for i := range saves {
 		save(fmt.Sprintf("/new/n%d.md", i), fmt.Sprintf("v%d\n", i))
+		save("/a.md", fmt.Sprintf("a%d\n", i))
 	}
 	close(stop)
 	passes.Wait()
