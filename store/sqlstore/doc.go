@@ -13,6 +13,38 @@
 // increasing per store and a reader never sees a seq whose write is not
 // committed.
 //
+// # Creates on PostgreSQL
+//
+// Creates in one store serialise on the store row, so what sets their rate
+// is how long that lock is held. The generic transaction holds it across
+// about eight client round trips (lock, two path checks, three inserts,
+// counters, notify, commit). CreateMemory on PostgreSQL (pgcreate.go)
+// sends the whole create as one pipeline of two statements with a single
+// Sync: PostgreSQL runs them as one implicit transaction, committed at the
+// Sync, rolled back entirely if either fails. The first statement takes
+// the row lock; the second, a CTE, reads the store's state, looks for a
+// memory in the path's way, and only when nothing refuses the create
+// writes the version row, the feed row numbered last_seq + 1, the memory,
+// the counters and the NOTIFY. Waiting creates have their second statement
+// queued at the server already, so the lock is held for one statement's
+// execution and the commit, with no network round trip inside it.
+//
+// The lock is a statement of its own because under READ COMMITTED each
+// statement reads a fresh snapshot: taken after the lock is granted, the
+// CTE sees every write of the store's previous lock holder, so the
+// file/directory rule (which no unique index can express) holds as it does
+// in the generic path. A FOR UPDATE inside the CTE would re-read only the
+// store row, not the memories.
+//
+// The feed keeps its per-store counter rather than a sequence: a sequence
+// hands out numbers outside the store lock, so seq N+1 could commit before
+// N, and a reader that had read N+1 would skip N. With the counter under
+// the row lock, commit order is seq order: N is visible before N+1's
+// transaction can take the lock, and readers need no gap handling.
+// Grouping several clients' creates into one commit would share the fsync
+// but tie each create's outcome to others'; the API acknowledges each
+// create after its own commit, so it is not done.
+//
 // # Schema
 //
 // Timestamps are BIGINT microseconds since the Unix epoch (UTC). Paths are

@@ -48,15 +48,16 @@ func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID 
 		return mapErr(err)
 	}
 	// A memory at an ancestor of p (p would be below a file).
-	var ancestors []any
-	for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
-		ancestors = append(ancestors, p[:i])
-	}
-	if len(ancestors) == 0 {
+	anc := ancestors(p)
+	if len(anc) == 0 {
 		return nil
 	}
-	q := `SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND path IN (?` + strings.Repeat(", ?", len(ancestors)-1) + `) LIMIT 1`
-	err = tx.QueryRowContext(ctx, db.d.q(q), append([]any{storeID, selfID}, ancestors...)...).Scan(&id, &other)
+	args := []any{storeID, selfID}
+	for _, a := range anc {
+		args = append(args, a)
+	}
+	q := `SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND path IN (?` + strings.Repeat(", ?", len(anc)-1) + `) LIMIT 1`
+	err = tx.QueryRowContext(ctx, db.d.q(q), args...).Scan(&id, &other)
 	if err == nil {
 		return store.PathConflict(p, id, other)
 	}
@@ -64,6 +65,39 @@ func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID 
 		return mapErr(err)
 	}
 	return nil
+}
+
+// ancestors returns the proper ancestors of path p, nearest first
+// ("/a/b/c" gives "/a/b", "/a"; "/a" gives none).
+func ancestors(p string) []string {
+	var out []string
+	for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
+		out = append(out, p[:i])
+	}
+	return out
+}
+
+// actorColumns returns what the actor_type and actor_id columns hold.
+func actorColumns(a store.Actor) (typ, id string) {
+	if a.Type == store.ActorSession {
+		return a.Type, a.SessionID
+	}
+	return a.Type, a.APIKeyID
+}
+
+// newMemory is the memory a create just wrote, as GetMemory would read it
+// back (timestamps are whole microseconds, as stored).
+func newMemory(id, storeID, versionID, path, content string, now int64) *store.Memory {
+	return &store.Memory{
+		ID: id, Type: store.TypeMemory, MemoryStoreID: storeID, MemoryVersionID: versionID, Path: path,
+		Content: &content, ContentSHA256: store.SHA256Hex(content), ContentSizeBytes: int64(len(content)),
+		CreatedAt: micros(now), UpdatedAt: micros(now),
+	}
+}
+
+func limitErr(storeID string) error {
+	return &store.Error{Kind: store.ErrLimit, Code: "memory_limit_reached",
+		Message: "memory store " + storeID + " is at its limit of memories; delete some to create more"}
 }
 
 // change is what one mutation appends: a version row and a feed row.
@@ -85,12 +119,9 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 	if c.content != nil {
 		content = db.d.text(*c.content)
 	}
-	actorID := c.actor.APIKeyID
-	if c.actor.Type == store.ActorSession {
-		actorID = c.actor.SessionID
-	}
+	actorType, actorID := actorColumns(c.actor)
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_versions (id, store_id, memory_id, operation, path, content, sha, size, created_at, actor_type, actor_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		vid, storeID, c.memoryID, c.op, c.path, content, sha, size, now, c.actor.Type, actorID); err != nil {
+		vid, storeID, c.memoryID, c.op, c.path, content, sha, size, now, actorType, actorID); err != nil {
 		return "", mapErr(err)
 	}
 	st.lastSeq++
@@ -99,7 +130,7 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 		prev = c.prevPath
 	}
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_changes (store_id, seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		storeID, st.lastSeq, c.op, c.memoryID, c.path, prev, sha, size, vid, c.actor.Type, actorID, now); err != nil {
+		storeID, st.lastSeq, c.op, c.memoryID, c.path, prev, sha, size, vid, actorType, actorID, now); err != nil {
 		return "", mapErr(err)
 	}
 	return vid, nil
@@ -109,9 +140,14 @@ func archivedErr(storeID string) error {
 	return store.Errorf(store.ErrForbidden, "memory store %s is archived; its memories can't be changed", storeID)
 }
 
-// CreateMemory creates a memory at a free path.
+// CreateMemory creates a memory at a free path. PostgreSQL takes
+// createPostgres, the same create in one round trip (doc.go).
 func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
 	id := store.NewID(store.PrefixMemory)
+	if db.d.name == "postgres" {
+		return db.createPostgres(ctx, storeID, id, in)
+	}
+	var created *store.Memory
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
 		if st.archived {
 			return archivedErr(storeID)
@@ -120,8 +156,7 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 			return err
 		}
 		if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
-			return &store.Error{Kind: store.ErrLimit, Code: "memory_limit_reached",
-				Message: "memory store " + storeID + " is at its limit of memories; delete some to create more"}
+			return limitErr(storeID)
 		}
 		now := db.now()
 		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpCreated, memoryID: id, path: in.Path, content: &in.Content, actor: in.Actor}, now)
@@ -131,12 +166,13 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 		st.memoryCount++
 		_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			id, storeID, vid, in.Path, db.d.text(in.Content), store.SHA256Hex(in.Content), len(in.Content), now, now)
+		created = newMemory(id, storeID, vid, in.Path, in.Content, now)
 		return mapErr(err)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return db.GetMemory(ctx, storeID, id)
+	return created, nil
 }
 
 // GetMemory reads a memory with its content.
