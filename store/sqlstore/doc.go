@@ -4,7 +4,8 @@
 //
 // # Transactions and ordering
 //
-// Every mutation runs in one transaction that first locks its store's row
+// Every mutation runs in one transaction (on PostgreSQL, shared with other
+// creates, below) that first locks its store's row
 // (SELECT ... FOR UPDATE on PostgreSQL; on SQLite, a process-wide writer
 // mutex plus BEGIN IMMEDIATE), then checks preconditions, path conflicts
 // and the memory cap, then writes the memory, its version row and its
@@ -16,34 +17,46 @@
 // # Creates on PostgreSQL
 //
 // Creates in one store serialise on the store row, so what sets their rate
-// is how long that lock is held. The generic transaction holds it across
-// about eight client round trips (lock, two path checks, three inserts,
-// counters, notify, commit). CreateMemory on PostgreSQL (pgcreate.go)
-// sends the whole create as one pipeline of two statements with a single
-// Sync: PostgreSQL runs them as one implicit transaction, committed at the
-// Sync, rolled back entirely if either fails. The first statement takes
-// the row lock; the second, a CTE, reads the store's state, looks for a
-// memory in the path's way, and only when nothing refuses the create
+// is how long that lock is held and how many commits they need. The
+// generic transaction holds it across about eight client round trips
+// (lock, two path checks, three inserts, counters, notify, commit) and
+// commits once per create. CreateMemory on PostgreSQL (pgcreate.go)
+// instead queues the create per store (group.go): while one group is in
+// flight, the creates that arrive wait, and the next group carries all of
+// them (at most 64). A group is one pipeline with a single Sync, which
+// PostgreSQL runs as one implicit transaction: the store-lock statement,
+// then one CTE statement per create that reads the store's state, looks
+// for a memory in the path's way, and only when nothing refuses the create
 // writes the version row, the feed row numbered last_seq + 1, the memory,
-// the counters and the NOTIFY. Waiting creates have their second statement
-// queued at the server already, so the lock is held for one statement's
-// execution and the commit, with no network round trip inside it.
+// the counters and the NOTIFY. So a group costs one round trip, one lock
+// hold and one commit, however many creates it holds.
+//
+// Each create keeps its own outcome. Its statement sees the writes of the
+// statements before it, so a group behaves exactly as its creates one
+// after another (two creates of one path: the second is a path conflict;
+// the cap counts the earlier ones). A refused create writes nothing and is
+// not an SQL error, so it refuses only itself. An error of the database
+// rolls the group back and is every member's answer: none of them was
+// acknowledged, as with a failed commit of a single create. Every create
+// is acknowledged only after the commit that holds it. A caller whose
+// context ends while queued leaves the queue; once its group is in flight
+// it waits for the outcome, and the group is cancelled only when all its
+// callers have gone. Across memfs serve processes sharing a database,
+// groups still serialise on the store row.
 //
 // The lock is a statement of its own because under READ COMMITTED each
 // statement reads a fresh snapshot: taken after the lock is granted, the
-// CTE sees every write of the store's previous lock holder, so the
+// CTEs see every write of the store's previous lock holder, so the
 // file/directory rule (which no unique index can express) holds as it does
 // in the generic path. A FOR UPDATE inside the CTE would re-read only the
-// store row, not the memories.
+// store row, not the memories (storetest's Concurrency/FileDir fails so).
 //
 // The feed keeps its per-store counter rather than a sequence: a sequence
 // hands out numbers outside the store lock, so seq N+1 could commit before
 // N, and a reader that had read N+1 would skip N. With the counter under
 // the row lock, commit order is seq order: N is visible before N+1's
-// transaction can take the lock, and readers need no gap handling.
-// Grouping several clients' creates into one commit would share the fsync
-// but tie each create's outcome to others'; the API acknowledges each
-// create after its own commit, so it is not done.
+// transaction can take the lock, and readers need no gap handling
+// (Concurrency/FeedReaderNoGaps).
 //
 // # Schema
 //

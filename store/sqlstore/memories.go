@@ -143,6 +143,12 @@ func archivedErr(storeID string) error {
 // CreateMemory creates a memory at a free path. PostgreSQL takes
 // createPostgres, the same create in one round trip (doc.go).
 func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
+	// The server checks this too; checked here, a path PostgreSQL would
+	// refuse as text (NUL, bad UTF-8) can't fail the other creates of its
+	// group.
+	if err := store.ValidatePath(in.Path); err != nil {
+		return nil, err
+	}
 	id := store.NewID(store.PrefixMemory)
 	if db.d.name == "postgres" {
 		return db.createPostgres(ctx, storeID, id, in)

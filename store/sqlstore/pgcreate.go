@@ -12,10 +12,10 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// A create on PostgreSQL is one network round trip: two statements sent
-// together in one pipeline and one implicit transaction (pgx.Batch, one
-// Sync), committed by the server when the second one ends. See "Creates on
-// PostgreSQL" in doc.go for why it is shaped this way.
+// Creates on PostgreSQL run in groups: concurrent creates into one store
+// go to the database together, one network round trip and one commit for
+// the group, the store lock taken once. See "Creates on PostgreSQL" in
+// doc.go for why it is shaped this way.
 
 // pgLockStore takes the store row's lock. It returns nothing the create
 // needs: it exists so that pgCreate, a statement of its own, takes its
@@ -62,36 +62,83 @@ const pgCreate = `WITH st AS (
 SELECT st.archived, hit.id, hit.path, ok.seq, (SELECT count(*) FROM ntf)
 FROM st LEFT JOIN hit ON true LEFT JOIN ok ON true`
 
+// pgCreateArg is one create as createPostgres prepared it.
+type pgCreateArg struct {
+	storeID, id, vid string
+	in               store.CreateMemoryInput
+	now              int64
+}
+
 // createPostgres is CreateMemory on PostgreSQL: the same checks in the
 // same order (store, archived, path, cap) and the same rows as the
-// generic writeTx path, in one round trip.
+// generic writeTx path. Concurrent creates into one store run as one
+// group (runCreates), each with its own outcome.
 func (db *DB) createPostgres(ctx context.Context, storeID, id string, in store.CreateMemoryInput) (*store.Memory, error) {
-	vid := store.NewID(store.PrefixVersion)
-	sha, size := store.SHA256Hex(in.Content), int64(len(in.Content))
-	actorType, actorID := actorColumns(in.Actor)
-	now := db.now()
-	var b pgx.Batch
-	b.Queue(pgLockStore, storeID)
-	var (
+	return db.creates.do(ctx, storeID, &pgCreateArg{storeID: storeID, id: id, vid: store.NewID(store.PrefixVersion), in: in, now: db.now()})
+}
+
+// runCreates runs a group of creates into one store as one pipeline with
+// one Sync, so as one implicit transaction: the store lock, then pgCreate
+// once per create. Each pgCreate reads the writes of those before it, so
+// the group behaves as its creates one after another; a create refused
+// (conflict, cap) writes nothing and refuses only itself. An error of the
+// database rolls the whole group back and is every member's outcome.
+func (db *DB) runCreates(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
+	type outcome struct {
 		archived       bool
 		hitID, hitPath sql.NullString
 		seq            sql.NullInt64
 		notified       int64
 		storeFound     bool
-	)
-	b.Queue(pgCreate, storeID, id, vid, in.Path, []byte(in.Content), sha, size, now, actorType, actorID,
-		int64(db.opts.MaxMemoriesPerStore), in.Path+"/", subtreeEnd(in.Path), ancestors(in.Path)).
-		QueryRow(func(r pgx.Row) error {
-			err := r.Scan(&archived, &hitID, &hitPath, &seq, &notified)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil // no such store
-			}
-			storeFound = err == nil
-			return err
-		})
+	}
+	outs := make([]outcome, len(reqs))
+	var b pgx.Batch
+	b.Queue(pgLockStore, storeID)
+	for i, r := range reqs {
+		a := r.arg.(*pgCreateArg)
+		actorType, actorID := actorColumns(a.in.Actor)
+		o := &outs[i]
+		b.Queue(pgCreate, storeID, a.id, a.vid, a.in.Path, []byte(a.in.Content), store.SHA256Hex(a.in.Content), int64(len(a.in.Content)),
+			a.now, actorType, actorID, int64(db.opts.MaxMemoriesPerStore), a.in.Path+"/", subtreeEnd(a.in.Path), ancestors(a.in.Path)).
+			QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&o.archived, &o.hitID, &o.hitPath, &o.seq, &o.notified)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil // no such store
+				}
+				o.storeFound = err == nil
+				return err
+			})
+	}
+	err := db.sendBatch(ctx, &b)
+	created := false
+	for i, r := range reqs {
+		a, o := r.arg.(*pgCreateArg), outs[i]
+		switch {
+		case err != nil:
+			r.err = err
+		case !o.storeFound:
+			r.err = notFoundStore(storeID)
+		case o.archived:
+			r.err = archivedErr(storeID)
+		case o.hitID.Valid:
+			r.err = store.PathConflict(a.in.Path, o.hitID.String, o.hitPath.String)
+		case !o.seq.Valid:
+			r.err = limitErr(storeID)
+		default:
+			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, a.now)
+			created = true
+		}
+	}
+	if created {
+		db.hub.notify(storeID)
+	}
+}
+
+// sendBatch sends b on one pooled connection and reads every result.
+func (db *DB) sendBatch(ctx context.Context, b *pgx.Batch) error {
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
-		return nil, mapErr(err)
+		return mapErr(err)
 	}
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
@@ -99,21 +146,7 @@ func (db *DB) createPostgres(ctx context.Context, storeID, id string, in store.C
 		if !ok {
 			return fmt.Errorf("postgres connection is a %T, not a pgx connection", dc)
 		}
-		return pc.Conn().SendBatch(ctx, &b).Close()
+		return pc.Conn().SendBatch(ctx, b).Close()
 	})
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	switch {
-	case !storeFound:
-		return nil, notFoundStore(storeID)
-	case archived:
-		return nil, archivedErr(storeID)
-	case hitID.Valid:
-		return nil, store.PathConflict(in.Path, hitID.String, hitPath.String)
-	case !seq.Valid:
-		return nil, limitErr(storeID)
-	}
-	db.hub.notify(storeID)
-	return newMemory(id, storeID, vid, in.Path, in.Content, now), nil
+	return mapErr(err)
 }

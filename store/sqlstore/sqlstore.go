@@ -57,6 +57,9 @@ type DB struct {
 	writeMu sync.Mutex
 
 	listener *pgListener // PostgreSQL only
+	// creates groups concurrent creates per store (PostgreSQL only,
+	// pgcreate.go).
+	creates groups[*store.Memory]
 }
 
 var _ store.Backend = (*DB)(nil)
@@ -138,6 +141,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		migrations: postgresMigrations(),
 		bytea:      true,
 	}}
+	db.creates.run = db.runCreates
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, err

@@ -23,6 +23,7 @@ var concurrencyTests = []test{
 	{"FeedOrder", testConcurrentFeedOrder},
 	{"FileDir", testConcurrentFileDir},
 	{"FeedReaderNoGaps", testFeedReaderNoGaps},
+	{"InvalidPath", testConcurrentInvalidPath},
 }
 
 // writer runs fn(0), fn(1), ... in a goroutine that starts when released

@@ -120,3 +120,29 @@ func testFeedReaderNoGaps(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// testConcurrentInvalidPath races valid creates with one whose path the
+// API refuses: it alone fails, with ErrInvalid, whatever it raced with.
+func testConcurrentInvalidPath(t *testing.T, open Opener) {
+	b := open(t, 0)
+	s := newStore(t, b, "s")
+	paths := []string{"/ok0", "/ok1", "/bad\x00path", "/ok2", "/ok3", "/ok4"}
+	errs := race(len(paths), func(i int) error {
+		_, err := b.CreateMemory(ctxBG(), s.ID, store.CreateMemoryInput{Path: paths[i], Content: "x", Actor: apiActor})
+		return err
+	})
+	var listed []string
+	for i, err := range errs {
+		if paths[i] == "/bad\x00path" {
+			wantErr(t, err, store.ErrInvalid, "create with a NUL in its path")
+			continue
+		}
+		ok(t, err, "create "+paths[i])
+		listed = append(listed, paths[i])
+	}
+	var got []string
+	for _, it := range listAll(t, b, s.ID, store.ListMemoriesOptions{}) {
+		got = append(got, it.Memory.Path)
+	}
+	equalStrings(t, "listing", got, listed)
+}
