@@ -111,6 +111,11 @@ type change struct {
 // returns the new version id. It advances st.lastSeq; writeTx stores it.
 func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *lockedStore, c change, now int64) (string, error) {
 	vid := store.NewID(store.PrefixVersion)
+	return vid, db.recordAs(ctx, tx, storeID, st, vid, c, now)
+}
+
+// recordAs is record with the version id chosen by the caller.
+func (db *DB) recordAs(ctx context.Context, tx *sql.Tx, storeID string, st *lockedStore, vid string, c change, now int64) error {
 	var sha, size any
 	if c.content != nil {
 		sha, size = store.SHA256Hex(*c.content), int64(len(*c.content))
@@ -122,7 +127,7 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 	actorType, actorID := actorColumns(c.actor)
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_versions (id, store_id, memory_id, operation, path, content, sha, size, created_at, actor_type, actor_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		vid, storeID, c.memoryID, c.op, c.path, content, sha, size, now, actorType, actorID); err != nil {
-		return "", mapErr(err)
+		return mapErr(err)
 	}
 	st.lastSeq++
 	var prev any
@@ -131,17 +136,18 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 	}
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_changes (store_id, seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		storeID, st.lastSeq, c.op, c.memoryID, c.path, prev, sha, size, vid, actorType, actorID, now); err != nil {
-		return "", mapErr(err)
+		return mapErr(err)
 	}
-	return vid, nil
+	return nil
 }
 
 func archivedErr(storeID string) error {
 	return store.Errorf(store.ErrForbidden, "memory store %s is archived; its memories can't be changed", storeID)
 }
 
-// CreateMemory creates a memory at a free path. PostgreSQL takes
-// createPostgres, the same create in one round trip (doc.go).
+// CreateMemory creates a memory at a free path. Concurrent creates into
+// one store run in groups, one transaction each (group.go; doc.go,
+// "Creates").
 func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
 	// The server checks this too; checked here, a path PostgreSQL would
 	// refuse as text (NUL, bad UTF-8) can't fail the other creates of its
@@ -149,36 +155,70 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 	if err := store.ValidatePath(in.Path); err != nil {
 		return nil, err
 	}
-	id := store.NewID(store.PrefixMemory)
-	if db.d.name == "postgres" {
-		return db.createPostgres(ctx, storeID, id, in)
-	}
-	var created *store.Memory
+	a := &createArg{storeID: storeID, id: store.NewID(store.PrefixMemory), vid: store.NewID(store.PrefixVersion), in: in, now: db.now()}
+	return db.creates.do(ctx, storeID, a)
+}
+
+// createArg is one create as CreateMemory prepared it for its group.
+type createArg struct {
+	storeID, id, vid string
+	in               store.CreateMemoryInput
+	now              int64
+}
+
+// runCreatesTx runs a group of creates into one store in one write
+// transaction (SQLite; PostgreSQL has runCreates): each create is checked
+// against the store as the ones before it left it, and a refused create
+// writes nothing, so the group is its creates one after another with one
+// commit. An error of the database fails the whole group.
+func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
+	refused := make([]error, len(reqs))
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		if st.archived {
-			return archivedErr(storeID)
+		for i, r := range reqs {
+			var err error
+			refused[i], err = db.createIn(ctx, tx, st, r.arg.(*createArg))
+			if err != nil {
+				return err
+			}
 		}
-		if err := db.checkPathFree(ctx, tx, storeID, in.Path, ""); err != nil {
-			return err
-		}
-		if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
-			return limitErr(storeID)
-		}
-		now := db.now()
-		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpCreated, memoryID: id, path: in.Path, content: &in.Content, actor: in.Actor}, now)
-		if err != nil {
-			return err
-		}
-		st.memoryCount++
-		_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			id, storeID, vid, in.Path, db.d.text(in.Content), store.SHA256Hex(in.Content), len(in.Content), now, now)
-		created = newMemory(id, storeID, vid, in.Path, in.Content, now)
-		return mapErr(err)
+		return nil
 	})
-	if err != nil {
+	for i, r := range reqs {
+		a := r.arg.(*createArg)
+		switch {
+		case err != nil:
+			r.err = err
+		case refused[i] != nil:
+			r.err = refused[i]
+		default:
+			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, a.now)
+		}
+	}
+}
+
+// createIn checks and writes one create in tx. A refusal (archived store,
+// path conflict, cap) is returned as refused, having written nothing; err
+// is a database error, after which tx must be rolled back.
+func (db *DB) createIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *createArg) (refused, err error) {
+	if st.archived {
+		return archivedErr(a.storeID), nil
+	}
+	if err := db.checkPathFree(ctx, tx, a.storeID, a.in.Path, ""); err != nil {
+		if errors.Is(err, store.ErrPathConflict) {
+			return err, nil
+		}
 		return nil, err
 	}
-	return created, nil
+	if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
+		return limitErr(a.storeID), nil
+	}
+	if err := db.recordAs(ctx, tx, a.storeID, st, a.vid, change{op: store.OpCreated, memoryID: a.id, path: a.in.Path, content: &a.in.Content, actor: a.in.Actor}, a.now); err != nil {
+		return nil, err
+	}
+	st.memoryCount++
+	_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		a.id, a.storeID, a.vid, a.in.Path, db.d.text(a.in.Content), store.SHA256Hex(a.in.Content), len(a.in.Content), a.now, a.now)
+	return nil, mapErr(err)
 }
 
 // GetMemory reads a memory with its content.

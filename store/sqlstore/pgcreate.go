@@ -62,21 +62,6 @@ const pgCreate = `WITH st AS (
 SELECT st.archived, hit.id, hit.path, ok.seq, (SELECT count(*) FROM ntf)
 FROM st LEFT JOIN hit ON true LEFT JOIN ok ON true`
 
-// pgCreateArg is one create as createPostgres prepared it.
-type pgCreateArg struct {
-	storeID, id, vid string
-	in               store.CreateMemoryInput
-	now              int64
-}
-
-// createPostgres is CreateMemory on PostgreSQL: the same checks in the
-// same order (store, archived, path, cap) and the same rows as the
-// generic writeTx path. Concurrent creates into one store run as one
-// group (runCreates), each with its own outcome.
-func (db *DB) createPostgres(ctx context.Context, storeID, id string, in store.CreateMemoryInput) (*store.Memory, error) {
-	return db.creates.do(ctx, storeID, &pgCreateArg{storeID: storeID, id: id, vid: store.NewID(store.PrefixVersion), in: in, now: db.now()})
-}
-
 // runCreates runs a group of creates into one store as one pipeline with
 // one Sync, so as one implicit transaction: the store lock, then pgCreate
 // once per create. Each pgCreate reads the writes of those before it, so
@@ -95,7 +80,7 @@ func (db *DB) runCreates(ctx context.Context, storeID string, reqs []*groupReq[*
 	var b pgx.Batch
 	b.Queue(pgLockStore, storeID)
 	for i, r := range reqs {
-		a := r.arg.(*pgCreateArg)
+		a := r.arg.(*createArg)
 		actorType, actorID := actorColumns(a.in.Actor)
 		o := &outs[i]
 		b.Queue(pgCreate, storeID, a.id, a.vid, a.in.Path, []byte(a.in.Content), store.SHA256Hex(a.in.Content), int64(len(a.in.Content)),
@@ -112,7 +97,7 @@ func (db *DB) runCreates(ctx context.Context, storeID string, reqs []*groupReq[*
 	err := db.sendBatch(ctx, &b)
 	created := false
 	for i, r := range reqs {
-		a, o := r.arg.(*pgCreateArg), outs[i]
+		a, o := r.arg.(*createArg), outs[i]
 		switch {
 		case err != nil:
 			r.err = err
