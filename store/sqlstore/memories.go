@@ -175,8 +175,12 @@ func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq
 	refused := make([]error, len(reqs))
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
 		for i, r := range reqs {
+			// Stamped under the lock, as every other write, so
+			// created_at follows seq order (the feed is pruned by time).
+			a := r.arg.(*createArg)
+			a.now = db.now()
 			var err error
-			refused[i], err = db.createIn(ctx, tx, st, r.arg.(*createArg))
+			refused[i], err = db.createIn(ctx, tx, st, a)
 			if err != nil {
 				return err
 			}

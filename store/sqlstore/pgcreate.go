@@ -27,7 +27,10 @@ const pgLockStore = `SELECT 1 FROM memory_stores WHERE id = $1 FOR UPDATE`
 // the first memory in its way (the path itself or a memory below it first,
 // then one at an ancestor, as checkPathFree reports them), and, only when
 // nothing refuses it, the version row, the change-feed row numbered
-// last_seq + 1, the memory, the store's counters and the NOTIFY. Every
+// last_seq + 1, the memory, the store's counters and the NOTIFY. Its
+// timestamp is now, or the store's last change's if that is later: now
+// is read before the lock, and created_at must follow seq order as for
+// every other write (the feed is pruned by time, from its start). Every
 // CTE reads the statement's snapshot; the writes (ver, chg, mem, upd) run
 // whether or not the final SELECT reads them, and write nothing when ok is
 // empty.
@@ -44,22 +47,24 @@ const pgCreate = `WITH st AS (
 		(SELECT id, path, 1 AS k FROM memories WHERE store_id = $1 AND path = ANY($14::text[]) LIMIT 1)
 	) h ORDER BY k LIMIT 1
 ), ok AS (
-	SELECT last_seq + 1 AS seq FROM st WHERE NOT archived AND memory_count < $11 AND NOT EXISTS (SELECT 1 FROM hit)
+	SELECT last_seq + 1 AS seq,
+		GREATEST($8::bigint, COALESCE((SELECT mc.created_at FROM memory_changes mc WHERE mc.store_id = $1 AND mc.seq = st.last_seq), 0)) AS ts
+	FROM st WHERE NOT archived AND memory_count < $11 AND NOT EXISTS (SELECT 1 FROM hit)
 ), ver AS (
 	INSERT INTO memory_versions (id, store_id, memory_id, operation, path, content, sha, size, created_at, actor_type, actor_id)
-	SELECT $3, $1, $2, 'created', $4, $5, $6, $7, $8, $9, $10 FROM ok
+	SELECT $3, $1, $2, 'created', $4, $5, $6, $7, ts, $9, $10 FROM ok
 ), chg AS (
 	INSERT INTO memory_changes (store_id, seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id, created_at)
-	SELECT $1, seq, 'created', $2, $4, NULL, $6, $7, $3, $9, $10, $8 FROM ok
+	SELECT $1, seq, 'created', $2, $4, NULL, $6, $7, $3, $9, $10, ts FROM ok
 ), mem AS (
 	INSERT INTO memories (id, store_id, version_id, path, content, sha, size, created_at, updated_at)
-	SELECT $2, $1, $3, $4, $5, $6, $7, $8, $8 FROM ok
+	SELECT $2, $1, $3, $4, $5, $6, $7, ts, ts FROM ok
 ), upd AS (
 	UPDATE memory_stores SET last_seq = ok.seq, memory_count = memory_count + 1 FROM ok WHERE id = $1
 ), ntf AS (
 	SELECT pg_notify('` + notifyChannel + `', $1) FROM ok
 )
-SELECT st.archived, hit.id, hit.path, ok.seq, (SELECT count(*) FROM ntf)
+SELECT st.archived, hit.id, hit.path, ok.seq, ok.ts, (SELECT count(*) FROM ntf)
 FROM st LEFT JOIN hit ON true LEFT JOIN ok ON true`
 
 // runCreates runs a group of creates into one store as one pipeline with
@@ -72,7 +77,7 @@ func (db *DB) runCreates(ctx context.Context, storeID string, reqs []*groupReq[*
 	type outcome struct {
 		archived       bool
 		hitID, hitPath sql.NullString
-		seq            sql.NullInt64
+		seq, ts        sql.NullInt64
 		notified       int64
 		storeFound     bool
 	}
@@ -86,7 +91,7 @@ func (db *DB) runCreates(ctx context.Context, storeID string, reqs []*groupReq[*
 		b.Queue(pgCreate, storeID, a.id, a.vid, a.in.Path, []byte(a.in.Content), store.SHA256Hex(a.in.Content), int64(len(a.in.Content)),
 			a.now, actorType, actorID, int64(db.opts.MaxMemoriesPerStore), a.in.Path+"/", subtreeEnd(a.in.Path), ancestors(a.in.Path)).
 			QueryRow(func(row pgx.Row) error {
-				err := row.Scan(&o.archived, &o.hitID, &o.hitPath, &o.seq, &o.notified)
+				err := row.Scan(&o.archived, &o.hitID, &o.hitPath, &o.seq, &o.ts, &o.notified)
 				if errors.Is(err, pgx.ErrNoRows) {
 					return nil // no such store
 				}
@@ -110,7 +115,7 @@ func (db *DB) runCreates(ctx context.Context, storeID string, reqs []*groupReq[*
 		case !o.seq.Valid:
 			r.err = limitErr(storeID)
 		default:
-			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, a.now)
+			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, o.ts.Int64)
 			created = true
 		}
 	}
