@@ -4,7 +4,8 @@
 //
 // # Transactions and ordering
 //
-// Every mutation runs in one transaction that first locks its store's row
+// Every mutation runs in one transaction (a create may share it with other
+// creates, below) that first locks its store's row
 // (SELECT ... FOR UPDATE on PostgreSQL; on SQLite, a process-wide writer
 // mutex plus BEGIN IMMEDIATE), then checks preconditions, path conflicts
 // and the memory cap, then writes the memory, its version row and its
@@ -12,6 +13,55 @@
 // assigned in that same transaction, so the feed is gap-free and strictly
 // increasing per store and a reader never sees a seq whose write is not
 // committed.
+//
+// # Creates
+//
+// Creates in one store serialise on the store row (on SQLite, on the
+// writer mutex), so what sets their rate is how long that lock is held and
+// how many commits, each an fsync, they need. The generic transaction
+// holds the lock across about eight statements (on PostgreSQL, eight
+// client round trips) and commits once per create. CreateMemory instead
+// queues creates per store (group.go): while one group is in flight, the
+// creates that arrive wait, and the next group carries all of them (at
+// most 64) in one transaction with one commit.
+//
+// On SQLite a group is one writeTx running each create's checks and
+// writes in turn (runCreatesTx). On PostgreSQL (pgcreate.go) it is one
+// pipeline with a single Sync, which the server runs as one implicit
+// transaction: the store-lock statement, then one CTE statement per
+// create that reads the store's state, looks for a memory in the path's
+// way, and only when nothing refuses the create writes the version row,
+// the feed row numbered last_seq + 1, the memory, the counters and the
+// NOTIFY. So a group costs one round trip, one lock hold and one commit,
+// however many creates it holds.
+//
+// Each create keeps its own outcome. It sees the writes of the creates
+// before it in its group, so a group behaves exactly as its creates one
+// after another (two creates of one path: the second is a path conflict;
+// the cap counts the earlier ones). A refused create writes nothing and is
+// not an SQL error, so it refuses only itself. An error of the database
+// rolls the group back and is every member's answer: none of them was
+// acknowledged, as with a failed commit of a single create. Every create
+// is acknowledged only after the commit that holds it. A caller whose
+// context ends while queued leaves the queue; once its group is in flight
+// it waits for the outcome, and the group is cancelled only when all its
+// callers have gone. Across memfs serve processes sharing a database,
+// groups still serialise on the store row.
+//
+// On PostgreSQL the lock is a statement of its own because under READ
+// COMMITTED each statement reads a fresh snapshot: taken after the lock
+// is granted, the CTEs see every write of the store's previous lock
+// holder, so the file/directory rule (which no unique index can express)
+// holds as it does in the generic path. A FOR UPDATE inside the CTE
+// would re-read only the store row, not the memories (storetest's
+// Concurrency/FileDir fails so).
+//
+// The feed keeps its per-store counter rather than a sequence: a sequence
+// hands out numbers outside the store lock, so seq N+1 could commit before
+// N, and a reader that had read N+1 would skip N. With the counter under
+// the row lock, commit order is seq order: N is visible before N+1's
+// transaction can take the lock, and readers need no gap handling
+// (Concurrency/FeedReaderNoGaps).
 //
 // # Schema
 //

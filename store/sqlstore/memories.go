@@ -48,15 +48,16 @@ func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID 
 		return mapErr(err)
 	}
 	// A memory at an ancestor of p (p would be below a file).
-	var ancestors []any
-	for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
-		ancestors = append(ancestors, p[:i])
-	}
-	if len(ancestors) == 0 {
+	anc := ancestors(p)
+	if len(anc) == 0 {
 		return nil
 	}
-	q := `SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND path IN (?` + strings.Repeat(", ?", len(ancestors)-1) + `) LIMIT 1`
-	err = tx.QueryRowContext(ctx, db.d.q(q), append([]any{storeID, selfID}, ancestors...)...).Scan(&id, &other)
+	args := []any{storeID, selfID}
+	for _, a := range anc {
+		args = append(args, a)
+	}
+	q := `SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND path IN (?` + strings.Repeat(", ?", len(anc)-1) + `) LIMIT 1`
+	err = tx.QueryRowContext(ctx, db.d.q(q), args...).Scan(&id, &other)
 	if err == nil {
 		return store.PathConflict(p, id, other)
 	}
@@ -64,6 +65,39 @@ func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID 
 		return mapErr(err)
 	}
 	return nil
+}
+
+// ancestors returns the proper ancestors of path p, nearest first
+// ("/a/b/c" gives "/a/b", "/a"; "/a" gives none).
+func ancestors(p string) []string {
+	var out []string
+	for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
+		out = append(out, p[:i])
+	}
+	return out
+}
+
+// actorColumns returns what the actor_type and actor_id columns hold.
+func actorColumns(a store.Actor) (typ, id string) {
+	if a.Type == store.ActorSession {
+		return a.Type, a.SessionID
+	}
+	return a.Type, a.APIKeyID
+}
+
+// newMemory is the memory a create just wrote, as GetMemory would read it
+// back (timestamps are whole microseconds, as stored).
+func newMemory(id, storeID, versionID, path, content string, now int64) *store.Memory {
+	return &store.Memory{
+		ID: id, Type: store.TypeMemory, MemoryStoreID: storeID, MemoryVersionID: versionID, Path: path,
+		Content: &content, ContentSHA256: store.SHA256Hex(content), ContentSizeBytes: int64(len(content)),
+		CreatedAt: micros(now), UpdatedAt: micros(now),
+	}
+}
+
+func limitErr(storeID string) error {
+	return &store.Error{Kind: store.ErrLimit, Code: "memory_limit_reached",
+		Message: "memory store " + storeID + " is at its limit of memories; delete some to create more"}
 }
 
 // change is what one mutation appends: a version row and a feed row.
@@ -77,6 +111,11 @@ type change struct {
 // returns the new version id. It advances st.lastSeq; writeTx stores it.
 func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *lockedStore, c change, now int64) (string, error) {
 	vid := store.NewID(store.PrefixVersion)
+	return vid, db.recordAs(ctx, tx, storeID, st, vid, c, now)
+}
+
+// recordAs is record with the version id chosen by the caller.
+func (db *DB) recordAs(ctx context.Context, tx *sql.Tx, storeID string, st *lockedStore, vid string, c change, now int64) error {
 	var sha, size any
 	if c.content != nil {
 		sha, size = store.SHA256Hex(*c.content), int64(len(*c.content))
@@ -85,13 +124,10 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 	if c.content != nil {
 		content = db.d.text(*c.content)
 	}
-	actorID := c.actor.APIKeyID
-	if c.actor.Type == store.ActorSession {
-		actorID = c.actor.SessionID
-	}
+	actorType, actorID := actorColumns(c.actor)
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_versions (id, store_id, memory_id, operation, path, content, sha, size, created_at, actor_type, actor_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		vid, storeID, c.memoryID, c.op, c.path, content, sha, size, now, c.actor.Type, actorID); err != nil {
-		return "", mapErr(err)
+		vid, storeID, c.memoryID, c.op, c.path, content, sha, size, now, actorType, actorID); err != nil {
+		return mapErr(err)
 	}
 	st.lastSeq++
 	var prev any
@@ -99,44 +135,94 @@ func (db *DB) record(ctx context.Context, tx *sql.Tx, storeID string, st *locked
 		prev = c.prevPath
 	}
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO memory_changes (store_id, seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		storeID, st.lastSeq, c.op, c.memoryID, c.path, prev, sha, size, vid, c.actor.Type, actorID, now); err != nil {
-		return "", mapErr(err)
+		storeID, st.lastSeq, c.op, c.memoryID, c.path, prev, sha, size, vid, actorType, actorID, now); err != nil {
+		return mapErr(err)
 	}
-	return vid, nil
+	return nil
 }
 
 func archivedErr(storeID string) error {
 	return store.Errorf(store.ErrForbidden, "memory store %s is archived; its memories can't be changed", storeID)
 }
 
-// CreateMemory creates a memory at a free path.
+// CreateMemory creates a memory at a free path. Concurrent creates into
+// one store run in groups, one transaction each (group.go; doc.go,
+// "Creates").
 func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
-	id := store.NewID(store.PrefixMemory)
-	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		if st.archived {
-			return archivedErr(storeID)
-		}
-		if err := db.checkPathFree(ctx, tx, storeID, in.Path, ""); err != nil {
-			return err
-		}
-		if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
-			return &store.Error{Kind: store.ErrLimit, Code: "memory_limit_reached",
-				Message: "memory store " + storeID + " is at its limit of memories; delete some to create more"}
-		}
-		now := db.now()
-		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpCreated, memoryID: id, path: in.Path, content: &in.Content, actor: in.Actor}, now)
-		if err != nil {
-			return err
-		}
-		st.memoryCount++
-		_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			id, storeID, vid, in.Path, db.d.text(in.Content), store.SHA256Hex(in.Content), len(in.Content), now, now)
-		return mapErr(err)
-	})
-	if err != nil {
+	// The server checks this too; checked here, a path PostgreSQL would
+	// refuse as text (NUL, bad UTF-8) can't fail the other creates of its
+	// group.
+	if err := store.ValidatePath(in.Path); err != nil {
 		return nil, err
 	}
-	return db.GetMemory(ctx, storeID, id)
+	a := &createArg{storeID: storeID, id: store.NewID(store.PrefixMemory), vid: store.NewID(store.PrefixVersion), in: in, now: db.now()}
+	return db.creates.do(ctx, storeID, a)
+}
+
+// createArg is one create as CreateMemory prepared it for its group.
+type createArg struct {
+	storeID, id, vid string
+	in               store.CreateMemoryInput
+	now              int64
+}
+
+// runCreatesTx runs a group of creates into one store in one write
+// transaction (SQLite; PostgreSQL has runCreates): each create is checked
+// against the store as the ones before it left it, and a refused create
+// writes nothing, so the group is its creates one after another with one
+// commit. An error of the database fails the whole group.
+func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
+	refused := make([]error, len(reqs))
+	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
+		for i, r := range reqs {
+			// Stamped under the lock, as every other write, so
+			// created_at follows seq order (the feed is pruned by time).
+			a := r.arg.(*createArg)
+			a.now = db.now()
+			var err error
+			refused[i], err = db.createIn(ctx, tx, st, a)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, r := range reqs {
+		a := r.arg.(*createArg)
+		switch {
+		case err != nil:
+			r.err = err
+		case refused[i] != nil:
+			r.err = refused[i]
+		default:
+			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, a.now)
+		}
+	}
+}
+
+// createIn checks and writes one create in tx. A refusal (archived store,
+// path conflict, cap) is returned as refused, having written nothing; err
+// is a database error, after which tx must be rolled back.
+func (db *DB) createIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *createArg) (refused, err error) {
+	if st.archived {
+		return archivedErr(a.storeID), nil
+	}
+	if err := db.checkPathFree(ctx, tx, a.storeID, a.in.Path, ""); err != nil {
+		if errors.Is(err, store.ErrPathConflict) {
+			return err, nil
+		}
+		return nil, err
+	}
+	if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
+		return limitErr(a.storeID), nil
+	}
+	if err := db.recordAs(ctx, tx, a.storeID, st, a.vid, change{op: store.OpCreated, memoryID: a.id, path: a.in.Path, content: &a.in.Content, actor: a.in.Actor}, a.now); err != nil {
+		return nil, err
+	}
+	st.memoryCount++
+	_, err = tx.ExecContext(ctx, db.d.q(`INSERT INTO memories (`+memoryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		a.id, a.storeID, a.vid, a.in.Path, db.d.text(a.in.Content), store.SHA256Hex(a.in.Content), len(a.in.Content), a.now, a.now)
+	return nil, mapErr(err)
 }
 
 // GetMemory reads a memory with its content.

@@ -57,6 +57,9 @@ type DB struct {
 	writeMu sync.Mutex
 
 	listener *pgListener // PostgreSQL only
+	// creates groups concurrent creates per store (memories.go,
+	// pgcreate.go).
+	creates groups[*store.Memory]
 }
 
 var _ store.Backend = (*DB)(nil)
@@ -111,6 +114,7 @@ func openSQLite(ctx context.Context, driverName, path string, opts Options) (*DB
 	sqldb.SetMaxOpenConns(8)
 	sqldb.SetMaxIdleConns(8)
 	db := &DB{sql: sqldb, opts: opts, d: &dialect{name: "sqlite", migrations: sqliteMigrations()}}
+	db.creates.run = db.runCreatesTx
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -138,6 +142,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		migrations: postgresMigrations(),
 		bytea:      true,
 	}}
+	db.creates.run = db.runCreates
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, err

@@ -21,6 +21,9 @@ var concurrencyTests = []test{
 	{"SamePath", testConcurrentSamePath},
 	{"Cap", testConcurrentCap},
 	{"FeedOrder", testConcurrentFeedOrder},
+	{"FileDir", testConcurrentFileDir},
+	{"FeedReaderNoGaps", testFeedReaderNoGaps},
+	{"InvalidPath", testConcurrentInvalidPath},
 }
 
 // writer runs fn(0), fn(1), ... in a goroutine that starts when released
