@@ -189,8 +189,9 @@ var _ = (gofs.NodeOpener)((*fnode)(nil))
 // answering ENOSYS instead (the kernel's no-open mode: no OPEN, no
 // RELEASE, for every file of the mount) and kept Open. No-open drops the
 // per-handle open flags, so every close(2), a reader's too, costs a FLUSH
-// (0.37–0.42× tmpfs on a warm read instead of 0.10–0.29×, still short of
-// 0.5×); the open count that keeps an unlinked file readable would have
+// (F2 on a busy 2-core machine, 7 runs each: 0.13–0.42× tmpfs, median
+// 0.19×, against 0.10–0.29×, median 0.24×, with Open: no clear gain and
+// never 0.5×); the open count that keeps an unlinked file readable would have
 // to follow the kernel's FORGET instead; and an O_TRUNC open would need
 // the kernel's atomic_o_trunc off. Zero round trips would also need no
 // FLUSH, and then this process never learns of a close: content would be
