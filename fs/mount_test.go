@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // it fails instead (as test/'s mtRequireFUSE does): CI runs as root with
 // /dev/fuse, and a FUSE test skipped there would hide that nothing was
 // mounted.
-func needFUSE(t *testing.T) {
+func needFUSE(t testing.TB) {
 	t.Helper()
 	skip := t.Skipf
 	if os.Getenv("CI") == "true" {

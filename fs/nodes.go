@@ -184,6 +184,19 @@ type handle struct {
 
 var _ = (gofs.NodeOpener)((*fnode)(nil))
 
+// Open is one FUSE round trip per open(2), also for a reader of a file
+// whose pages the kernel keeps (FOPEN_KEEP_CACHE): issue 12 measured
+// answering ENOSYS instead (the kernel's no-open mode: no OPEN, no
+// RELEASE, for every file of the mount) and kept Open. No-open drops the
+// per-handle open flags, so every close(2), a reader's too, costs a FLUSH
+// (F2 on a busy 2-core machine, 7 runs each: 0.13–0.42× tmpfs, median
+// 0.19×, against 0.10–0.29×, median 0.24×, with Open: no clear gain and
+// never 0.5×); the open count that keeps an unlinked file readable would have
+// to follow the kernel's FORGET instead; and an O_TRUNC open would need
+// the kernel's atomic_o_trunc off. Zero round trips would also need no
+// FLUSH, and then this process never learns of a close: content would be
+// journaled at each write, so a half-written file could be uploaded, and
+// close could no longer report EILSEQ or EFBIG — against sync.md.
 func (n *fnode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	forWrite := flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0
 	if err := n.t.Open(n.ino(), forWrite, flags&syscall.O_TRUNC != 0); err != nil {
@@ -324,7 +337,10 @@ func (n *fnode) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	return syscall.ENOTSUP
 }
 
-// cacheTimeout is how long the kernel may cache entries and attributes:
-// every change comes through this process (FUSE itself, or the sync engine
-// followed by an invalidation), so the cache can be long.
+// cacheTimeout is how long the kernel may cache entries and attributes
+// (also negative entries): every change comes through this process (FUSE
+// itself, or the sync engine followed by an invalidation, notify.go), so
+// the cache can be long. Together with FOPEN_KEEP_CACHE it is what makes
+// a warm stat cost no round trip and a warm read only OPEN and RELEASE
+// (mount_cache_test.go checks that every kind of change still shows).
 const cacheTimeout = 5 * time.Minute

@@ -191,11 +191,18 @@ func checkTree(t *testing.T, tr *Tree) {
 			}
 			return
 		}
+		subdirs := 0
 		for name, c := range n.children {
 			if c.parent != n || c.name != name {
 				t.Errorf("tree: %s/%s has parent %v name %q", n.path(), name, c.parent != nil, c.name)
 			}
+			if c.dir {
+				subdirs++
+			}
 			walk(c)
+		}
+		if n.subdirs != subdirs {
+			t.Errorf("tree: %s counts %d subdirectories, holds %d", n.path(), n.subdirs, subdirs)
 		}
 	}
 	walk(tr.root)

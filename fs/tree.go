@@ -101,7 +101,8 @@ type node struct {
 	parent   *node  // nil for the root and for unlinked nodes
 	name     string
 	dir      bool
-	children map[string]*node // directories
+	children map[string]*node // directories; changed only by link and unlink
+	subdirs  int              // directories: children that are directories (Nlink in O(1))
 	marker   bool             // the read-only marker file
 	content  []byte           // files
 	dirty    bool             // content changed since it was last journaled
@@ -181,7 +182,7 @@ func (t *Tree) newNode(parent *node, name string, dir bool, mode uint32, now tim
 	}
 	t.byIno[n.ino] = n
 	if parent != nil {
-		parent.children[name] = n
+		parent.link(name, n)
 		parent.mtime, parent.ctime = now, now
 	}
 	return n
@@ -264,19 +265,38 @@ func (n *node) attr() Attr {
 	a := Attr{Ino: n.ino, Dir: n.dir, Size: int64(len(n.content)), Mode: n.mode, UID: n.uid, GID: n.gid,
 		Mtime: n.mtime, Atime: n.atime, Ctime: n.ctime, Nlink: 1}
 	if n.dir {
-		// 2 + one ".." in each subdirectory, as find and ls expect.
+		// 2 + one ".." in each subdirectory, as find and ls expect;
+		// counted as children come and go, since the kernel asks for a
+		// directory's attributes after every create in it
+		// (default_permissions), and counting them then made each create
+		// cost the size of its directory.
 		a.Size = 4096
-		a.Nlink = 2
-		for _, c := range n.children {
-			if c.dir {
-				a.Nlink++
-			}
-		}
+		a.Nlink = 2 + uint32(n.subdirs)
 	}
 	if n.parent == nil && n.name != "" {
 		a.Nlink = 0 // unlinked, still open: fstat says so (NlinkZero, FstatDeleted)
 	}
 	return a
+}
+
+// link makes c the child name of directory d, replacing any child of
+// that name, and keeps d's count of subdirectories.
+func (d *node) link(name string, c *node) {
+	d.unlink(name)
+	d.children[name] = c
+	if c.dir {
+		d.subdirs++
+	}
+}
+
+// unlink removes the child name of directory d, if any.
+func (d *node) unlink(name string) {
+	if c, ok := d.children[name]; ok {
+		if c.dir {
+			d.subdirs--
+		}
+		delete(d.children, name)
+	}
 }
 
 // get returns the live node with ino.

@@ -94,7 +94,7 @@ func (t *Tree) applyOne(c Change) error {
 			// Nothing can be below a file, so the rest of the path is
 			// new and the change can't fail from here on.
 			t.invalidate(cur.path(), false)
-			delete(dir.children, s)
+			dir.unlink(s)
 			cur.parent = nil
 			ch = t.newNode(dir, s, true, t.opts.Owner.dirMode(), now)
 		default:
@@ -114,7 +114,7 @@ func (t *Tree) applyOne(c Change) error {
 			// they would once it left them.
 			t.invalidate(cur.path(), false)
 			d := cur.parent
-			delete(d.children, cur.name)
+			d.unlink(cur.name)
 			for d != dir {
 				up := d.parent
 				t.invalidate(d.path(), false)
@@ -122,7 +122,7 @@ func (t *Tree) applyOne(c Change) error {
 				d = up
 			}
 			cur.parent, cur.name = dir, name
-			dir.children[name] = cur
+			dir.link(name, cur)
 		default:
 			return ErrIsDir
 		}
@@ -136,10 +136,10 @@ func (t *Tree) applyOne(c Change) error {
 		from := cur.parent // nil when it already left (above)
 		if from != nil {
 			t.invalidate(cur.path(), false)
-			delete(from.children, cur.name)
+			from.unlink(cur.name)
 		}
 		cur.parent, cur.name = dir, name
-		dir.children[name] = cur
+		dir.link(name, cur)
 		t.invalidate(c.Path, false)
 		t.pruneEmpty(from)
 	}
@@ -184,7 +184,7 @@ func (t *Tree) detach(n *node) {
 		t.files--
 		t.bytes -= int64(len(n.content))
 	}
-	delete(n.parent.children, n.name)
+	n.parent.unlink(n.name)
 	n.parent = nil
 	if n.opens == 0 {
 		delete(t.byIno, n.ino)

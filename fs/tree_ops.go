@@ -145,7 +145,7 @@ func (t *Tree) removeNode(n *node) {
 		delete(t.unjournaled, n.ino)
 	}
 	now := t.opts.Now()
-	delete(n.parent.children, n.name)
+	n.parent.unlink(n.name)
 	n.parent.mtime, n.parent.ctime = now, now
 	n.parent = nil
 	n.dirty = false
@@ -285,10 +285,10 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 		t.removeNode(dst)
 	}
 	now := t.opts.Now()
-	delete(od.children, oldName)
+	od.unlink(oldName)
 	od.mtime, od.ctime = now, now
 	src.parent, src.name = nd, newName
-	nd.children[newName] = src
+	nd.link(newName, src)
 	nd.mtime, nd.ctime, src.ctime = now, now, now
 	t.markJournaled(src)
 	return nil
