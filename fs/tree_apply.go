@@ -53,6 +53,10 @@ func (t *Tree) applyOne(c Change) error {
 	cur := t.byFileID(c.FileID)
 	if cur == nil && c.Origin != "" && c.Origin != c.FileID {
 		if cur = t.byFileID(c.Origin); cur != nil {
+			if cur.lazy {
+				delete(t.lazy, cur.fileID)
+				t.lazy[c.FileID] = cur
+			}
 			cur.fileID = c.FileID
 		}
 	}
@@ -143,10 +147,11 @@ func (t *Tree) applyOne(c Change) error {
 		t.invalidate(c.Path, false)
 		t.pruneEmpty(from)
 	}
-	if string(cur.content) != string(c.Content) {
+	if cur.lazy || string(cur.content) != string(c.Content) {
 		t.invalidate(c.Path, true)
 	}
-	t.bytes += int64(len(c.Content)) - int64(len(cur.content))
+	t.bytes += int64(len(c.Content)) - cur.size()
+	t.unlazy(cur)
 	cur.content = append([]byte(nil), c.Content...)
 	cur.mtime, cur.ctime = now, now
 	return nil
@@ -182,7 +187,8 @@ func (t *Tree) pruneEmpty(d *node) {
 func (t *Tree) detach(n *node) {
 	if !n.dir {
 		t.files--
-		t.bytes -= int64(len(n.content))
+		t.bytes -= n.size()
+		t.unlazy(n)
 	}
 	delete(n.parent.children, n.name)
 	n.parent = nil
