@@ -111,7 +111,7 @@ type node struct {
 	content  []byte           // files; never changed in place once shared (see tree_lazy.go)
 	lazy     bool             // content not fetched yet: lazySize is its length
 	lazySize int64
-	dirty    bool             // content changed since it was last journaled
+	dirty    bool // content changed since it was last journaled
 	mode     uint32
 	uid, gid uint32
 	mtime    time.Time

@@ -163,6 +163,11 @@ func (l sLayout) String() string {
 
 // seedStore creates a store holding layout's memories, 16 creates at a time.
 func (e *sEnv) seedStore(ctx context.Context, name string, l sLayout) (string, error) {
+	return e.seedStoreWith(ctx, name, l, sContent)
+}
+
+// seedStoreWith is seedStore with each memory's content given by content.
+func (e *sEnv) seedStoreWith(ctx context.Context, name string, l sLayout, content func(path string) string) (string, error) {
 	st, err := e.admin.CreateStore(ctx, store.CreateStoreInput{Name: name})
 	if err != nil {
 		return "", err
@@ -176,7 +181,7 @@ func (e *sEnv) seedStore(ctx context.Context, name string, l sLayout) (string, e
 			defer wg.Done()
 			for i := range idx {
 				p := l.path(i)
-				if _, err := e.admin.CreateMemory(ctx, st.ID, p, sContent(p)); err != nil {
+				if _, err := e.admin.CreateMemory(ctx, st.ID, p, content(p)); err != nil {
 					errs <- fmt.Errorf("seed %s: %w", p, err)
 					for range idx {
 					}
