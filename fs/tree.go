@@ -108,10 +108,10 @@ type node struct {
 	dir      bool
 	children map[string]*node // directories
 	marker   bool             // the read-only marker file
-	content  []byte           // files; never changed in place once shared (see tree_lazy.go)
-	lazy     bool             // content not fetched yet: lazySize is its length
-	lazySize int64
-	dirty    bool // content changed since it was last journaled
+	content  []byte           // files
+	dirty    bool             // content changed since it was last journaled
+	lazy     bool             // content not fetched yet (tree_lazy.go)
+	lazySize int64            // the store's size of a lazy file
 	mode     uint32
 	uid, gid uint32
 	mtime    time.Time
