@@ -174,6 +174,10 @@ type Engine struct {
 	loaded        int    // memories loaded at Open
 	name          string // the store's name, read once at Open (for status)
 	left          Left   // what Close found undone (left.go)
+	lazy          lazyLoad
+	// life bounds on-demand fetches (Fetch): from NewEngine to Close.
+	life       context.Context
+	lifeCancel context.CancelFunc
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -184,6 +188,8 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	calls := newInflight()
 	opts.Store = watchedStore{Store: opts.Store, calls: calls}
 	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
+	e.lazy.flights = map[string]*flight{}
+	e.life, e.lifeCancel = context.WithCancel(context.Background())
 	e.outage = outage{log: opts.Log, now: opts.Now}
 	return e, nil
 }
@@ -205,8 +211,9 @@ func (e *Engine) locked(fn func()) {
 	fn()
 }
 
-// Open checks the store, opens (and locks) its journal, loads every
-// memory, and replays pending changes from a previous run onto the tree.
+// Open checks the store, opens (and locks) its journal, lists every
+// memory (the tree is loaded lazily: content comes after Start, lazy.go),
+// and replays pending changes from a previous run onto the tree.
 func (e *Engine) Open(ctx context.Context) error {
 	st, err := e.opts.Store.GetStore(ctx, e.opts.StoreID)
 	if err != nil {
@@ -248,7 +255,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
 	}
-	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
 	if e.journal != nil {
 		topts.Journal = journalSink{e.journal}
 	}
@@ -259,7 +266,7 @@ func (e *Engine) Open(ctx context.Context) error {
 	}
 	fsFiles := make([]fs.File, len(files))
 	for i, m := range files {
-		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Content: []byte(*m.Content), Mtime: m.UpdatedAt}
+		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Lazy: true, Size: m.ContentSizeBytes, Mtime: m.UpdatedAt}
 		e.ms.agree(m.ID, &files[i])
 		if e.journal != nil {
 			e.journal.SetBase(m.ID, m.ID, m.ContentSHA256)
@@ -331,6 +338,7 @@ func (e *Engine) Start() {
 	e.cancel = cancel
 	e.goRun(ctx, e.follow)
 	e.goRun(ctx, e.watch)
+	e.goRun(ctx, e.fetchAll)
 	if e.f == nil {
 		return
 	}
@@ -425,6 +433,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
+	e.lifeCancel()
 	e.wg.Wait()
 	if e.journal != nil {
 		e.left = e.leftNow()
