@@ -109,6 +109,7 @@ type node struct {
 	children map[string]*node // directories
 	marker   bool             // the read-only marker file
 	content  []byte           // files
+	shared   bool             // content is shared (Load, Fill, Apply): copied before any change, never written in place
 	dirty    bool             // content changed since it was last journaled
 	lazy     bool             // content not fetched yet (tree_lazy.go)
 	lazySize int64            // the store's size of a lazy file
@@ -247,7 +248,7 @@ func (t *Tree) loadOne(f File) error {
 		return errors.New("it has no content and the tree no fetcher")
 	}
 	n := t.newNode(dir, name, false, t.opts.Owner.fileMode(), mtime)
-	n.fileID, n.content = f.FileID, f.Content
+	n.fileID, n.content, n.shared = f.FileID, f.Content, true
 	if f.Lazy {
 		n.lazy, n.lazySize, n.content = true, f.Size, nil
 		t.lazy[f.FileID] = n

@@ -9,6 +9,7 @@ import (
 // (never through the VFS): a journal replayed at mount, or (later) a
 // remote change. Deleted removes the file; otherwise the file with FileID
 // is placed at Path with Content, replacing whatever file was there.
+// Content is kept, not copied, and must not change afterwards.
 type Change struct {
 	FileID string
 	// Origin, when set, is the file id of a file already in the tree (a
@@ -152,7 +153,7 @@ func (t *Tree) applyOne(c Change) error {
 	}
 	t.bytes += int64(len(c.Content)) - cur.size()
 	t.unlazy(cur)
-	cur.content = append([]byte(nil), c.Content...)
+	cur.content, cur.shared = c.Content, true // one copy: the change's bytes, copied only when written (tree_lazy.go)
 	cur.mtime, cur.ctime = now, now
 	return nil
 }
@@ -188,7 +189,7 @@ func (t *Tree) detach(n *node) {
 	if !n.dir {
 		t.files--
 		t.bytes -= n.size()
-		t.unlazy(n)
+		t.forgetLazy(n)
 	}
 	delete(n.parent.children, n.name)
 	n.parent = nil

@@ -140,6 +140,9 @@ func (t *Tree) write(ino uint64, data []byte, off int64) (int, error) {
 	if end := off + int64(len(data)); end > int64(len(n.content)) {
 		t.setSize(n, end)
 	}
+	if n.shared {
+		n.content, n.shared = append(make([]byte, 0, len(n.content)+len(data)), n.content...), false
+	}
 	copy(n.content[off:], data)
 	n.dirty = true
 	n.mtime = t.opts.Now()
@@ -179,7 +182,7 @@ func (t *Tree) setSize(n *node, size int64) {
 		t.unlazy(n)
 		n.content = nil
 	}
-	if size <= int64(cap(n.content)) {
+	if size <= int64(cap(n.content)) && !n.shared {
 		n.content = n.content[:size]
 		for i := old; i < size; i++ {
 			n.content[i] = 0
@@ -187,7 +190,7 @@ func (t *Tree) setSize(n *node, size int64) {
 	} else {
 		c := make([]byte, size, max(size, min(2*int64(cap(n.content)), store.MaxContentBytes)))
 		copy(c, n.content)
-		n.content = c
+		n.content, n.shared = c, false
 	}
 	if n.parent != nil {
 		t.bytes += size - old
@@ -219,12 +222,12 @@ func (t *Tree) truncate(n *node, size int64, journal bool) error {
 		t.setSize(n, size)
 		return nil
 	}
-	old, oldSize, lazy, dirty, mtime, ctime := n.content, n.size(), n.lazy, n.dirty, n.mtime, n.ctime
-	n.content = append([]byte(nil), n.content...)
+	old, oldSize, lazy, shared, dirty, mtime, ctime := n.content, n.size(), n.lazy, n.shared, n.dirty, n.mtime, n.ctime
+	n.content, n.shared = append([]byte(nil), n.content...), false
 	t.setSize(n, size)
 	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
 		t.bytes += oldSize - n.size()
-		n.content, n.dirty, n.mtime, n.ctime = old, dirty, mtime, ctime
+		n.content, n.shared, n.dirty, n.mtime, n.ctime = old, shared, dirty, mtime, ctime
 		if lazy {
 			n.lazy, n.lazySize = true, oldSize
 			t.lazy[n.fileID] = n

@@ -24,6 +24,13 @@ import (
 // changed meanwhile): the caller waits for that file only. If the fetch
 // fails, the operation fails with ErrUnfetched (EIO) and nothing changed.
 
+// One copy of each file's bytes: the content a file gets from Load, Fill
+// or Apply is kept as it is given — the fetched response's bytes, or the
+// journal's own record of a replayed change — and marked shared: the tree
+// never writes into it, but copies it on the file's first change (write,
+// truncate) and changes the copy. The journal copies what it is given, so
+// a change the tree journals is never changed under it either.
+
 // Fetcher brings the content of lazy files into the tree.
 type Fetcher interface {
 	// Fetch returns once the file with fileID holds its content (through
@@ -101,12 +108,11 @@ func (t *Tree) Fill(fileID string, content []byte) bool {
 		return false
 	}
 	t.unlazy(n)
-	n.content = content
+	n.content, n.shared = content, true
 	return true
 }
 
-// unlazy marks n as holding its content (set by the caller; the size
-// stays the lazy size until it changes).
+// unlazy marks n as holding its content (set by the caller).
 //
 // REQUIRES: t.mu held.
 func (t *Tree) unlazy(n *node) {
@@ -115,6 +121,14 @@ func (t *Tree) unlazy(n *node) {
 	}
 	n.lazy = false
 	n.lazySize = 0
+	t.forgetLazy(n)
+}
+
+// forgetLazy stops waiting for the content of n, which leaves the tree.
+// It stays lazy: a handle still open on it reads EIO, never empty bytes.
+//
+// REQUIRES: t.mu held.
+func (t *Tree) forgetLazy(n *node) {
 	if t.lazy[n.fileID] == n {
 		delete(t.lazy, n.fileID)
 	}

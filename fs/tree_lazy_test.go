@@ -280,3 +280,68 @@ func TestLazyMountListsAtOnceAndReadsWait(t *testing.T) {
 		t.Errorf("wc -c = %q", got)
 	}
 }
+
+// One copy of each file's bytes: the tree keeps the slice it is given
+// (Fill, Apply, Load) without copying it, and copies it on the first
+// change, never writing into it.
+func TestSharedContentIsKeptAndCopiedOnWrite(t *testing.T) {
+	tr, j, _ := lazyTree(t, map[string]string{"/a.md": "abcdef", "/b.md": "remote"})
+	given := []byte("abcdef")
+	if !tr.Fill("m/a.md", given) {
+		t.Fatal("Fill refused")
+	}
+	remote := []byte("remote, changed")
+	if err := tr.Apply([]Change{{FileID: "m/b.md", Path: "/b.md", Content: remote}}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(p string) []byte {
+		ino := inoOf(t, tr, p)
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.byIno[ino].content
+	}
+	if h := held("/a.md"); &h[0] != &given[0] {
+		t.Error("Fill copied the content: the tree holds a second copy of the file's bytes")
+	}
+	if h := held("/b.md"); &h[0] != &remote[0] {
+		t.Error("Apply copied the content: the tree holds a second copy of the file's bytes")
+	}
+	for _, c := range []struct {
+		p    string
+		op   func(ino uint64) error
+		orig []byte
+		want string
+	}{
+		{"/a.md", func(ino uint64) error { _, err := tr.Write(ino, []byte("XY"), 1); return err }, given, "aXYdef"},
+		{"/b.md", func(ino uint64) error { sz := int64(3); _, err := tr.SetAttr(ino, SetAttrIn{Size: &sz}); return err }, remote, "rem"},
+	} {
+		ino := inoOf(t, tr, c.p)
+		before := string(c.orig)
+		if err := tr.Open(ino, true, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.op(ino); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Commit(ino); err != nil {
+			t.Fatal(err)
+		}
+		tr.Release(ino)
+		if string(c.orig) != before {
+			t.Errorf("%s: the shared bytes were written in place: %q, was %q", c.p, c.orig, before)
+		}
+		if got := treeRead(t, tr, ino); got != c.want {
+			t.Errorf("%s = %q, want %q", c.p, got, c.want)
+		}
+	}
+	// Growing a shortened file must not zero bytes of the buffer it came from.
+	ino := inoOf(t, tr, "/b.md")
+	sz := int64(6)
+	if _, err := tr.SetAttr(ino, SetAttrIn{Size: &sz}); err != nil {
+		t.Fatal(err)
+	}
+	if string(remote) != "remote, changed" {
+		t.Errorf("the shared bytes were zeroed in place: %q", remote)
+	}
+	wantOps(t, j, putOp("m/a.md", "/a.md", "aXYdef"), putOp("m/b.md", "/b.md", "rem"))
+}

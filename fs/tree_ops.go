@@ -142,7 +142,7 @@ func (t *Tree) removeNode(n *node) {
 	if !n.dir {
 		t.files--
 		t.bytes -= n.size()
-		t.unlazy(n)
+		t.forgetLazy(n)
 		delete(t.unjournaled, n.ino)
 	}
 	now := t.opts.Now()

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/errgroup"
@@ -118,8 +120,16 @@ func (e *Engine) fill(m *store.Memory) bool {
 	if !ok || k.sha != m.ContentSHA256 {
 		return false
 	}
-	e.tree.Fill(e.ms.byMemory[m.ID], []byte(*m.Content))
+	e.tree.Fill(e.ms.byMemory[m.ID], contentBytes(m))
 	return true
+}
+
+// contentBytes is m's content as bytes without a copy: the tree keeps
+// content it is given without writing into it (fs/tree_lazy.go), and the
+// journal copies what it is given, so the decoded response's bytes are
+// the one copy of the file's content.
+func contentBytes(m *store.Memory) []byte {
+	return unsafe.Slice(unsafe.StringData(*m.Content), len(*m.Content))
 }
 
 // fetchAll fetches the content of every lazy file: the store's full
@@ -165,6 +175,10 @@ func (e *Engine) fetchAll(ctx context.Context) {
 	}
 	e.log.WithFields(logrus.Fields{"memories": e.loaded, "seconds": math.Round(time.Since(start).Seconds()*100) / 100}).
 		Info("memory contents fetched")
+	// The load's garbage (responses, decoded pages) is about the size of
+	// the content; without this the process keeps it resident until the
+	// runtime's scavenger gives it back, minutes later (M1 of issue 12).
+	debug.FreeOSMemory()
 }
 
 // fetchEach fetches every file still lazy, one request each, up to

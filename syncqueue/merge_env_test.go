@@ -347,6 +347,9 @@ func (e *mgEnv) read(p string) (string, bool) {
 	}
 	buf := make([]byte, a.Size+1)
 	n, err := e.tree.Read(a.Ino, buf, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false // deleted in the store while its content was fetched
+	}
 	if err != nil {
 		e.t.Fatalf("read %s: %v", p, err)
 	}
