@@ -11,13 +11,11 @@ import (
 // Open checks that ino may be opened and counts the open; every successful
 // Open of a file is paired with a Release. forWrite (and trunc) opens are
 // refused on a read-only or frozen tree and on the marker file; trunc
-// empties the file. An open for writing without trunc waits for a lazy
-// file's content (tree_lazy.go).
+// empties the file. An open never waits for a lazy file's content: the
+// kernel opens without O_TRUNC and truncates after (no atomic_o_trunc), so
+// the bytes are fetched by the first write or truncation that needs them
+// (tree_lazy.go).
 func (t *Tree) Open(ino uint64, forWrite, trunc bool) error {
-	return t.retry(func() error { return t.open(ino, forWrite, trunc) })
-}
-
-func (t *Tree) open(ino uint64, forWrite, trunc bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n, err := t.get(ino)
@@ -36,9 +34,6 @@ func (t *Tree) open(ino uint64, forWrite, trunc bool) error {
 		}
 		if err := t.writable(); err != nil {
 			return err
-		}
-		if n.lazy && !trunc {
-			return needBytes{[]string{n.fileID}}
 		}
 		if trunc && n.size() > 0 {
 			t.setSize(n, 0)
@@ -126,8 +121,7 @@ func (t *Tree) write(ino uint64, data []byte, off int64) (int, error) {
 		return 0, ErrInvalidArg
 	}
 	if n.lazy {
-		// Not reached through a handle opened for writing (its open
-		// fetched); kept so that no write ever lands on missing bytes.
+		// Even a write of the whole file: its size may change after.
 		return 0, needBytes{[]string{n.fileID}}
 	}
 	if end := off + int64(len(data)); end > store.MaxContentBytes {

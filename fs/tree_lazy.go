@@ -10,14 +10,15 @@ import (
 // brought by the Fetcher, in the background (the sync engine fills every
 // file) or when an operation needs the bytes.
 //
-// What needs the bytes: read, write, open for writing without O_TRUNC
-// (the close journals the whole content, an append included), truncate to
-// any size but 0, and rename (the journal records each moved file's whole
-// content). What does not: stat, readdir, open for reading (the read
-// waits), open with O_TRUNC and truncate to 0 (the old bytes are
-// dropped), unlink, and being the target a rename replaces. A local change
-// is therefore always made on the file's real bytes: nothing wrong or
-// empty is ever journaled or uploaded.
+// What needs the bytes: read, write (an append included: the close
+// journals the whole content), truncate to any size but 0, and rename
+// (the journal records each moved file's whole content). What does not:
+// stat, readdir, open (the kernel opens without O_TRUNC and truncates
+// after, so an open can't know yet), O_TRUNC and truncate to 0 (the old
+// bytes are dropped), unlink, and being the target a rename replaces. A
+// lazy file is never dirty, so a close journals nothing for it. A local
+// change is therefore always made on the file's real bytes: nothing
+// wrong or empty is ever journaled or uploaded.
 //
 // An operation that needs the bytes of a lazy file gives up t.mu, asks
 // the Fetcher for that one file, and starts over (the tree may have

@@ -138,9 +138,16 @@ func TestLazyFetchFailureIsEIOThenRecovers(t *testing.T) {
 	if !errors.Is(err, ErrUnfetched) || toErrno(err) != syscall.EIO || n != 0 {
 		t.Fatalf("read while unreachable = %d, %v (errno %v); want EIO and no bytes", n, err, toErrno(err))
 	}
-	if err := tr.Open(ino, true, false); toErrno(err) != syscall.EIO {
-		t.Errorf("open for append while unreachable = %v, want EIO", err)
+	if err := tr.Open(ino, true, false); err != nil {
+		t.Errorf("open for writing while unreachable = %v; only the write needs the bytes", err)
 	}
+	if _, err := tr.Write(ino, []byte("more"), 7); toErrno(err) != syscall.EIO {
+		t.Errorf("append while unreachable = %v, want EIO", err)
+	}
+	if err := tr.Commit(ino); err != nil {
+		t.Errorf("close after a failed append = %v", err)
+	}
+	tr.Release(ino)
 	if err := tr.Rename(RootIno, "a.md", RootIno, "b.md", 0); toErrno(err) != syscall.EIO {
 		t.Errorf("rename while unreachable = %v, want EIO", err)
 	}

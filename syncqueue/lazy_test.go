@@ -126,9 +126,13 @@ func TestLazyUnreachableIsEIOLoggedOnceThenRecovers(t *testing.T) {
 		}
 	}
 	// An append must not go on without the bytes either.
-	if err := e.tree.Open(a.Ino, true, false); !errors.Is(err, fs.ErrUnfetched) {
-		t.Errorf("open for append while unreachable: %v, want EIO", err)
+	if err := e.tree.Open(a.Ino, true, false); err != nil {
+		t.Fatalf("open for writing while unreachable: %v", err)
 	}
+	if _, err := e.tree.Write(a.Ino, []byte("more"), a.Size); !errors.Is(err, fs.ErrUnfetched) {
+		t.Errorf("append while unreachable: %v, want EIO", err)
+	}
+	e.tree.Release(a.Ino)
 	if got := len(e.warnings("can't be fetched")); got != 1 {
 		t.Errorf("%d log lines about unfetched content, want 1", got)
 	}
