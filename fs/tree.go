@@ -28,6 +28,15 @@ type Journal interface {
 	Sync() error
 }
 
+// SharingJournal is a Journal that lets the tree share the content it
+// recorded (one copy of each file's bytes, issue 12): AppendShared is
+// Append that also returns, per state, the journal's own read-only copy
+// of its content (nil for a delete, or where it keeps none). The tree then
+// drops its copy for the journal's, and copies again on the next change.
+type SharingJournal interface {
+	AppendShared(states ...FileState) ([][]byte, error)
+}
+
 // FileState is one file's new local state, as the tree journals it.
 type FileState struct {
 	FileID  string

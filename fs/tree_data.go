@@ -347,7 +347,17 @@ func (t *Tree) commit(n *node) error {
 	if n.dir || n.marker || n.parent == nil || !n.dirty {
 		return nil
 	}
-	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
+	st := FileState{FileID: n.fileID, Path: n.path(), Content: n.content}
+	if sj, ok := t.opts.Journal.(SharingJournal); ok {
+		kept, err := sj.AppendShared(st)
+		if err != nil {
+			t.unjournaled[n.ino] = err
+			return err
+		}
+		if len(kept) == 1 && kept[0] != nil && len(kept[0]) == len(n.content) {
+			n.content, n.shared = kept[0], true // the journal's copy; ours is garbage now
+		}
+	} else if err := t.opts.Journal.Append(st); err != nil {
 		t.unjournaled[n.ino] = err
 		return err
 	}

@@ -1,6 +1,7 @@
 package syncqueue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -469,3 +470,23 @@ func (s journalSink) Append(states ...fs.FileState) error {
 }
 
 func (s journalSink) Sync() error { return s.j.Sync() }
+
+// AppendShared appends and returns the journal's copy of each state's
+// content (fs.SharingJournal): its pending entry's, when it holds exactly
+// those bytes. Entry content is the tail of the journal's encoded record,
+// which the journal never writes into, so the tree may keep it.
+func (s journalSink) AppendShared(states ...fs.FileState) ([][]byte, error) {
+	if err := s.Append(states...); err != nil {
+		return nil, err
+	}
+	kept := make([][]byte, len(states))
+	for i, st := range states {
+		if st.Deleted {
+			continue
+		}
+		if e, ok := s.j.Lookup(st.FileID); ok && !e.Deleted && bytes.Equal(e.Content, st.Content) {
+			kept[i] = e.Content
+		}
+	}
+	return kept, nil
+}
