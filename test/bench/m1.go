@@ -201,6 +201,20 @@ func m1Loaded(m *worker.Mounted) bool {
 	return c.Fetched == c.Total
 }
 
+// waitContent waits until the mount holds every memory's content.
+func waitContent(ctx context.Context, m *worker.Mounted) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for !m1Loaded(m) {
+		if time.Now().After(deadline) {
+			return errors.New("the content was not fetched within 5 minutes")
+		}
+		if err := sleepOrStop(ctx, 20*time.Millisecond); err != nil { // polling the fetch's progress
+			return err
+		}
+	}
+	return nil
+}
+
 // residentMiBOf reads VmRSS of process pid.
 func residentMiBOf(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
