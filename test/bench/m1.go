@@ -147,7 +147,7 @@ func m1ChildMain() int {
 		fmt.Fprintf(os.Stderr, "bench: M1 child: %v\n", err)
 		return 1
 	}
-	tmp, err := os.MkdirTemp("", sTempPfx+"m1-")
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("memfs-bench-s-%d-m1-", os.Getppid())) // the parent's sTempPfx
 	if err != nil {
 		return fail(err)
 	}

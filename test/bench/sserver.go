@@ -78,7 +78,11 @@ func init() {
 	flag.DurationVar(&sopts.s2Tick, "s2tick", time.Second, "S2: the official session's simulated tool call period (SyncIfDue after each)")
 }
 
-const sTempPfx = "memfs-bench-s-"
+// sTempPfx starts the names of this run's temporary directories and
+// mount points. It holds the process id so that the check for mounts left
+// behind sees this run's only, not those of a bench another engineer runs
+// on the same machine at the same time. (The M1 child uses its parent's.)
+var sTempPfx = fmt.Sprintf("memfs-bench-s-%d-", os.Getpid())
 
 // sEnv is one in-process memfs serve with its request counter.
 type sEnv struct {
