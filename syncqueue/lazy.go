@@ -159,7 +159,9 @@ func (e *Engine) fetchAll(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			e.fetchFailed(err)
+			if !isLocal(err) { // a merge that waits here is not the store failing
+				e.fetchFailed(err)
+			}
 			if !sleepCtx(ctx, b.next()) {
 				return
 			}
