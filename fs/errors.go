@@ -28,6 +28,8 @@ var errnoTable = []struct {
 	err   error
 	errno syscall.Errno
 }{
+	// First: it wraps the fetch's own error, whatever that wraps.
+	{ErrUnfetched, syscall.EIO},
 	{ErrNotExist, syscall.ENOENT},
 	{ErrExist, syscall.EEXIST},
 	{ErrNotDir, syscall.ENOTDIR},

@@ -26,6 +26,7 @@ func TestToErrno(t *testing.T) {
 		{ErrNotUTF8, syscall.EILSEQ},
 		{ErrInvalidArg, syscall.EINVAL},
 		{ErrNotSupp, syscall.ENOTSUP},
+		{ErrUnfetched, syscall.EIO},
 	}
 	if len(sentinels) != len(errnoTable) {
 		t.Fatalf("the test covers %d sentinels, errnoTable has %d: add the new ones here", len(sentinels), len(errnoTable))

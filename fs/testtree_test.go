@@ -187,7 +187,7 @@ func checkTree(t *testing.T, tr *Tree) {
 		if !n.dir {
 			if !n.marker {
 				files++
-				bytes += int64(len(n.content))
+				bytes += n.size()
 			}
 			return
 		}

@@ -28,6 +28,15 @@ type Journal interface {
 	Sync() error
 }
 
+// SharingJournal is a Journal that lets the tree share the content it
+// recorded (one copy of each file's bytes, issue 12): AppendShared is
+// Append that also returns, per state, the journal's own read-only copy
+// of its content (nil for a delete, or where it keeps none). The tree then
+// drops its copy for the journal's, and copies again on the next change.
+type SharingJournal interface {
+	AppendShared(states ...FileState) ([][]byte, error)
+}
+
 // FileState is one file's new local state, as the tree journals it.
 type FileState struct {
 	FileID  string
@@ -36,12 +45,15 @@ type FileState struct {
 	Deleted bool
 }
 
-// File is one memory as the tree loads it.
+// File is one memory as the tree loads it. A file loaded Lazy has only
+// its Size: its content comes later from the Fetcher (tree_lazy.go).
 type File struct {
 	FileID  string // the memory id
 	Path    string
-	Content []byte
+	Content []byte // shared, not copied: the caller must not change it
 	Mtime   time.Time
+	Lazy    bool
+	Size    int64 // with Lazy: the content's length in the store
 }
 
 // Attr describes a node for the kernel.
@@ -75,6 +87,8 @@ type Options struct {
 	Log logrus.FieldLogger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Fetcher brings the content of files loaded Lazy (required when any is).
+	Fetcher Fetcher
 }
 
 // Validate checks the options and fills in defaults.
@@ -105,7 +119,10 @@ type node struct {
 	subdirs  int              // directories: children that are directories (Nlink in O(1))
 	marker   bool             // the read-only marker file
 	content  []byte           // files
+	shared   bool             // content is shared (Load, Fill, Apply): copied before any change, never written in place
 	dirty    bool             // content changed since it was last journaled
+	lazy     bool             // content not fetched yet (tree_lazy.go)
+	lazySize int64            // the store's size of a lazy file
 	mode     uint32
 	uid, gid uint32
 	mtime    time.Time
@@ -142,6 +159,9 @@ type Tree struct {
 	// full state dir): they keep their new content, dirty, and
 	// RetryUnjournaled journals them once there is room. GUARDED_BY(mu).
 	unjournaled map[uint64]error
+	// lazy holds the files whose content is not fetched yet, by file id.
+	// GUARDED_BY(mu).
+	lazy map[string]*node
 
 	// notify is set once mounted: changes applied by the sync engine queue
 	// kernel invalidations there (see notify.go). GUARDED_BY(mu).
@@ -164,7 +184,7 @@ func NewTree(opts Options) (*Tree, error) {
 		return nil, err
 	}
 	now := opts.Now()
-	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}}
+	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}, lazy: map[string]*node{}}
 	t.root = t.newNode(nil, "", true, opts.Owner.dirMode(), now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
 	m.marker = true
@@ -234,10 +254,17 @@ func (t *Tree) loadOne(f File) error {
 	if _, ok := dir.children[name]; ok {
 		return errors.New("its path is taken")
 	}
+	if f.Lazy && t.opts.Fetcher == nil {
+		return errors.New("it has no content and the tree no fetcher")
+	}
 	n := t.newNode(dir, name, false, t.opts.Owner.fileMode(), mtime)
-	n.fileID, n.content = f.FileID, f.Content
+	n.fileID, n.content, n.shared = f.FileID, f.Content, true
+	if f.Lazy {
+		n.lazy, n.lazySize, n.content = true, f.Size, nil
+		t.lazy[f.FileID] = n
+	}
 	t.files++
-	t.bytes += int64(len(f.Content))
+	t.bytes += n.size()
 	return nil
 }
 
@@ -262,7 +289,7 @@ func (n *node) path() string {
 }
 
 func (n *node) attr() Attr {
-	a := Attr{Ino: n.ino, Dir: n.dir, Size: int64(len(n.content)), Mode: n.mode, UID: n.uid, GID: n.gid,
+	a := Attr{Ino: n.ino, Dir: n.dir, Size: n.size(), Mode: n.mode, UID: n.uid, GID: n.gid,
 		Mtime: n.mtime, Atime: n.atime, Ctime: n.ctime, Nlink: 1}
 	if n.dir {
 		// 2 + one ".." in each subdirectory, as find and ls expect;

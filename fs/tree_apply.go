@@ -9,6 +9,7 @@ import (
 // (never through the VFS): a journal replayed at mount, or (later) a
 // remote change. Deleted removes the file; otherwise the file with FileID
 // is placed at Path with Content, replacing whatever file was there.
+// Content is kept, not copied, and must not change afterwards.
 type Change struct {
 	FileID string
 	// Origin, when set, is the file id of a file already in the tree (a
@@ -53,6 +54,10 @@ func (t *Tree) applyOne(c Change) error {
 	cur := t.byFileID(c.FileID)
 	if cur == nil && c.Origin != "" && c.Origin != c.FileID {
 		if cur = t.byFileID(c.Origin); cur != nil {
+			if cur.lazy {
+				delete(t.lazy, cur.fileID)
+				t.lazy[c.FileID] = cur
+			}
 			cur.fileID = c.FileID
 		}
 	}
@@ -143,11 +148,12 @@ func (t *Tree) applyOne(c Change) error {
 		t.invalidate(c.Path, false)
 		t.pruneEmpty(from)
 	}
-	if string(cur.content) != string(c.Content) {
+	if cur.lazy || string(cur.content) != string(c.Content) {
 		t.invalidate(c.Path, true)
 	}
-	t.bytes += int64(len(c.Content)) - int64(len(cur.content))
-	cur.content = append([]byte(nil), c.Content...)
+	t.bytes += int64(len(c.Content)) - cur.size()
+	t.unlazy(cur)
+	cur.content, cur.shared = c.Content, true // one copy: the change's bytes, copied only when written (tree_lazy.go)
 	cur.mtime, cur.ctime = now, now
 	return nil
 }
@@ -182,7 +188,8 @@ func (t *Tree) pruneEmpty(d *node) {
 func (t *Tree) detach(n *node) {
 	if !n.dir {
 		t.files--
-		t.bytes -= int64(len(n.content))
+		t.bytes -= n.size()
+		t.forgetLazy(n)
 	}
 	n.parent.unlink(n.name)
 	n.parent = nil

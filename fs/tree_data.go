@@ -11,7 +11,10 @@ import (
 // Open checks that ino may be opened and counts the open; every successful
 // Open of a file is paired with a Release. forWrite (and trunc) opens are
 // refused on a read-only or frozen tree and on the marker file; trunc
-// empties the file.
+// empties the file. An open never waits for a lazy file's content: the
+// kernel opens without O_TRUNC and truncates after (no atomic_o_trunc), so
+// the bytes are fetched by the first write or truncation that needs them
+// (tree_lazy.go).
 func (t *Tree) Open(ino uint64, forWrite, trunc bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -32,7 +35,7 @@ func (t *Tree) Open(ino uint64, forWrite, trunc bool) error {
 		if err := t.writable(); err != nil {
 			return err
 		}
-		if trunc && len(n.content) > 0 {
+		if trunc && n.size() > 0 {
 			t.setSize(n, 0)
 		}
 	}
@@ -55,8 +58,17 @@ func (t *Tree) Release(ino uint64) {
 	}
 }
 
-// Read copies the file's bytes at off into dst.
-func (t *Tree) Read(ino uint64, dst []byte, off int64) (int, error) {
+// Read copies the file's bytes at off into dst, waiting for a lazy
+// file's content.
+func (t *Tree) Read(ino uint64, dst []byte, off int64) (c int, err error) {
+	err = t.retry(func() error {
+		c, err = t.read(ino, dst, off)
+		return err
+	})
+	return c, err
+}
+
+func (t *Tree) read(ino uint64, dst []byte, off int64) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n, err := t.get(ino)
@@ -65,6 +77,9 @@ func (t *Tree) Read(ino uint64, dst []byte, off int64) (int, error) {
 	}
 	if n.dir {
 		return 0, ErrIsDir
+	}
+	if n.lazy {
+		return 0, needBytes{[]string{n.fileID}}
 	}
 	if off >= int64(len(n.content)) {
 		return 0, nil
@@ -81,7 +96,15 @@ func (t *Tree) Read(ino uint64, dst []byte, off int64) (int, error) {
 // bytes up to the limit. Either way a warning names the file, once until
 // it is back under the limit (cp of a larger file leaves it cut short).
 // Writes through a handle opened before teardown still land.
-func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
+func (t *Tree) Write(ino uint64, data []byte, off int64) (c int, err error) {
+	err = t.retry(func() error {
+		c, err = t.write(ino, data, off)
+		return err
+	})
+	return c, err
+}
+
+func (t *Tree) write(ino uint64, data []byte, off int64) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n, err := t.get(ino)
@@ -97,6 +120,10 @@ func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, ErrInvalidArg
 	}
+	if n.lazy {
+		// Even a write of the whole file: its size may change after.
+		return 0, needBytes{[]string{n.fileID}}
+	}
 	if end := off + int64(len(data)); end > store.MaxContentBytes {
 		t.warnTooLarge(n, end)
 		if off >= store.MaxContentBytes {
@@ -106,6 +133,9 @@ func (t *Tree) Write(ino uint64, data []byte, off int64) (int, error) {
 	}
 	if end := off + int64(len(data)); end > int64(len(n.content)) {
 		t.setSize(n, end)
+	}
+	if n.shared {
+		n.content, n.shared = append(make([]byte, 0, len(n.content)+len(data)), n.content...), false
 	}
 	copy(n.content[off:], data)
 	n.dirty = true
@@ -136,11 +166,17 @@ func (t *Tree) setSize(n *node, size int64) {
 	if size < store.MaxContentBytes {
 		n.tooLarge = false
 	}
-	old := int64(len(n.content))
+	old := n.size()
 	if size == old {
 		return
 	}
-	if size <= int64(cap(n.content)) {
+	if n.lazy {
+		// Only a truncation to 0 reaches here: every other size change
+		// fetches the bytes first (tree_lazy.go).
+		t.unlazy(n)
+		n.content = nil
+	}
+	if size <= int64(cap(n.content)) && !n.shared {
 		n.content = n.content[:size]
 		for i := old; i < size; i++ {
 			n.content[i] = 0
@@ -148,7 +184,7 @@ func (t *Tree) setSize(n *node, size int64) {
 	} else {
 		c := make([]byte, size, max(size, min(2*int64(cap(n.content)), store.MaxContentBytes)))
 		copy(c, n.content)
-		n.content = c
+		n.content, n.shared = c, false
 	}
 	if n.parent != nil {
 		t.bytes += size - old
@@ -176,16 +212,20 @@ type SetAttrIn struct {
 //
 // REQUIRES: t.mu held.
 func (t *Tree) truncate(n *node, size int64, journal bool) error {
-	if !journal || n.parent == nil || size == int64(len(n.content)) {
+	if !journal || n.parent == nil || size == n.size() {
 		t.setSize(n, size)
 		return nil
 	}
-	old, dirty, mtime, ctime := n.content, n.dirty, n.mtime, n.ctime
-	n.content = append([]byte(nil), n.content...)
+	old, oldSize, lazy, shared, dirty, mtime, ctime := n.content, n.size(), n.lazy, n.shared, n.dirty, n.mtime, n.ctime
+	n.content, n.shared = append([]byte(nil), n.content...), false
 	t.setSize(n, size)
 	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
-		t.bytes += int64(len(old)) - int64(len(n.content))
-		n.content, n.dirty, n.mtime, n.ctime = old, dirty, mtime, ctime
+		t.bytes += oldSize - n.size()
+		n.content, n.shared, n.dirty, n.mtime, n.ctime = old, shared, dirty, mtime, ctime
+		if lazy {
+			n.lazy, n.lazySize = true, oldSize
+			t.lazy[n.fileID] = n
+		}
 		return err
 	}
 	n.dirty = false // the whole content, an open writer's bytes too, is journaled
@@ -194,8 +234,17 @@ func (t *Tree) truncate(n *node, size int64, journal bool) error {
 }
 
 // SetAttr truncates and changes metadata. Mode, owner and times are kept
-// locally and never synced.
-func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (Attr, error) {
+// locally and never synced. A truncation of a lazy file to any size but 0
+// (or its own) waits for its content.
+func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (a Attr, err error) {
+	err = t.retry(func() error {
+		a, err = t.setAttr(ino, in)
+		return err
+	})
+	return a, err
+}
+
+func (t *Tree) setAttr(ino uint64, in SetAttrIn) (Attr, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n, err := t.get(ino)
@@ -219,8 +268,11 @@ func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (Attr, error) {
 			t.warnTooLarge(n, *in.Size)
 			return Attr{}, ErrTooLarge
 		}
-		if t.frozen && *in.Size != int64(len(n.content)) {
+		if t.frozen && *in.Size != n.size() {
 			return Attr{}, ErrReadOnly
+		}
+		if n.lazy && *in.Size != 0 && *in.Size != n.size() {
+			return Attr{}, needBytes{[]string{n.fileID}}
 		}
 		if err := t.truncate(n, *in.Size, in.Journal); err != nil {
 			return Attr{}, err
@@ -295,7 +347,17 @@ func (t *Tree) commit(n *node) error {
 	if n.dir || n.marker || n.parent == nil || !n.dirty {
 		return nil
 	}
-	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
+	st := FileState{FileID: n.fileID, Path: n.path(), Content: n.content}
+	if sj, ok := t.opts.Journal.(SharingJournal); ok {
+		kept, err := sj.AppendShared(st)
+		if err != nil {
+			t.unjournaled[n.ino] = err
+			return err
+		}
+		if len(kept) == 1 && kept[0] != nil && len(kept[0]) == len(n.content) {
+			n.content, n.shared = kept[0], true // the journal's copy; ours is garbage now
+		}
+	} else if err := t.opts.Journal.Append(st); err != nil {
 		t.unjournaled[n.ino] = err
 		return err
 	}

@@ -141,7 +141,8 @@ func (t *Tree) unlinkNode(n *node) error {
 func (t *Tree) removeNode(n *node) {
 	if !n.dir {
 		t.files--
-		t.bytes -= int64(len(n.content))
+		t.bytes -= n.size()
+		t.forgetLazy(n)
 		delete(t.unjournaled, n.ino)
 	}
 	now := t.opts.Now()
@@ -212,8 +213,13 @@ const (
 // full state dir refuses it with nothing changed). The flusher turns
 // "delete X, create at X's path" into one update of X, so an editor's
 // atomic save keeps the memory's id. RENAME_NOREPLACE is honoured;
-// RENAME_EXCHANGE is refused with EINVAL.
+// RENAME_EXCHANGE is refused with EINVAL. The moved files' contents are
+// fetched first when lazy (the replaced file's is not needed).
 func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error {
+	return t.retry(func() error { return t.rename(oldParent, oldName, newParent, newName, flags) })
+}
+
+func (t *Tree) rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.writable(); err != nil {
@@ -270,6 +276,9 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 		case dst.dir && len(dst.children) > 0:
 			return ErrNotEmpty
 		}
+	}
+	if err := lazyBelow(src); err != nil {
+		return err
 	}
 	var states []FileState
 	if exists && !dst.dir {

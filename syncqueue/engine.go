@@ -1,6 +1,7 @@
 package syncqueue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -174,6 +175,10 @@ type Engine struct {
 	loaded        int    // memories loaded at Open
 	name          string // the store's name, read once at Open (for status)
 	left          Left   // what Close found undone (left.go)
+	lazy          lazyLoad
+	// life bounds on-demand fetches (Fetch): from NewEngine to Close.
+	life       context.Context
+	lifeCancel context.CancelFunc
 }
 
 // NewEngine returns an engine; nothing is opened yet.
@@ -184,6 +189,8 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	calls := newInflight()
 	opts.Store = watchedStore{Store: opts.Store, calls: calls}
 	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
+	e.lazy.flights = map[string]*flight{}
+	e.life, e.lifeCancel = context.WithCancel(context.Background())
 	e.outage = outage{log: opts.Log, now: opts.Now}
 	return e, nil
 }
@@ -205,8 +212,9 @@ func (e *Engine) locked(fn func()) {
 	fn()
 }
 
-// Open checks the store, opens (and locks) its journal, loads every
-// memory, and replays pending changes from a previous run onto the tree.
+// Open checks the store, opens (and locks) its journal, lists every
+// memory (the tree is loaded lazily: content comes after Start, lazy.go),
+// and replays pending changes from a previous run onto the tree.
 func (e *Engine) Open(ctx context.Context) error {
 	st, err := e.opts.Store.GetStore(ctx, e.opts.StoreID)
 	if err != nil {
@@ -248,7 +256,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
 	}
-	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
 	if e.journal != nil {
 		topts.Journal = journalSink{e.journal}
 	}
@@ -259,7 +267,7 @@ func (e *Engine) Open(ctx context.Context) error {
 	}
 	fsFiles := make([]fs.File, len(files))
 	for i, m := range files {
-		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Content: []byte(*m.Content), Mtime: m.UpdatedAt}
+		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Lazy: true, Size: m.ContentSizeBytes, Mtime: m.UpdatedAt}
 		e.ms.agree(m.ID, &files[i])
 		if e.journal != nil {
 			e.journal.SetBase(m.ID, m.ID, m.ContentSHA256)
@@ -331,6 +339,7 @@ func (e *Engine) Start() {
 	e.cancel = cancel
 	e.goRun(ctx, e.follow)
 	e.goRun(ctx, e.watch)
+	e.goRun(ctx, e.fetchAll)
 	if e.f == nil {
 		return
 	}
@@ -425,6 +434,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
+	e.lifeCancel()
 	e.wg.Wait()
 	if e.journal != nil {
 		e.left = e.leftNow()
@@ -460,3 +470,23 @@ func (s journalSink) Append(states ...fs.FileState) error {
 }
 
 func (s journalSink) Sync() error { return s.j.Sync() }
+
+// AppendShared appends and returns the journal's copy of each state's
+// content (fs.SharingJournal): its pending entry's, when it holds exactly
+// those bytes. Entry content is the tail of the journal's encoded record,
+// which the journal never writes into, so the tree may keep it.
+func (s journalSink) AppendShared(states ...fs.FileState) ([][]byte, error) {
+	if err := s.Append(states...); err != nil {
+		return nil, err
+	}
+	kept := make([][]byte, len(states))
+	for i, st := range states {
+		if st.Deleted {
+			continue
+		}
+		if e, ok := s.j.Lookup(st.FileID); ok && !e.Deleted && bytes.Equal(e.Content, st.Content) {
+			kept[i] = e.Content
+		}
+	}
+	return kept, nil
+}

@@ -253,8 +253,8 @@ func TestPartialListingDeletesNothing(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{"/a.md": "a", "/b.md": "b", "/c/d.md": "d"}
 	e := mgSetup(t, mgWith(files))
-	e.proxy.setFault(mgShortListing)
 	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
+	e.proxy.setFault(mgShortListing) // after the mount's own listing
 	loaded := len(e.proxy.requests("list"))
 	eventually(t, "two listings", func() bool { return len(e.proxy.requests("list")) >= loaded+2 })
 	e.eng.syncMu.Lock()

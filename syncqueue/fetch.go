@@ -64,7 +64,7 @@ func (e *Engine) restore(ctx context.Context, d journal.Entry) error {
 		e.ms.forget(d.Origin)
 		return nil
 	}
-	e.treeApply(fs.Change{FileID: d.FileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.treeApply(fs.Change{FileID: d.FileID, Path: m.Path, Content: contentBytes(m)})
 	e.confirm(d, m.ID, m.ContentSHA256, m.Path)
 	e.ms.agree(d.FileID, m)
 	return nil

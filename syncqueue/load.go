@@ -12,23 +12,25 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// LoadProgress is how far loading a store at mount has come. The engine
+// LoadProgress is how far listing a store at mount has come. The engine
 // reports it after every page of memories the store answers, and once more
-// with Done when the load ends (not when it fails). The API has no memory
-// count, so there is no total: Memories and Bytes are what arrived so far.
+// with Done when the listing ends (not when it fails). The API has no
+// memory count, so there is no total: Memories and Bytes are what was
+// listed so far. The content comes after the mount (lazy.go); Status
+// shows how much of it has arrived.
 type LoadProgress struct {
 	StoreID  string
 	Memories int
-	// Bytes is the content loaded so far.
+	// Bytes is the size of the content listed so far.
 	Bytes int64
 	// Elapsed is the real time since the load began.
 	Elapsed time.Duration
 	Done    bool
 }
 
-// load fetches every memory of the store, reporting progress to
-// EngineOptions.OnLoad, and logs one summary line at info: memories,
-// bytes, seconds.
+// load lists every memory of the store in the basic view (path, size,
+// sha: no content), reporting progress to EngineOptions.OnLoad, and logs
+// one summary line at info: memories, bytes, seconds.
 func (e *Engine) load(ctx context.Context) ([]store.Memory, error) {
 	start := time.Now()
 	var mu sync.Mutex
@@ -38,14 +40,14 @@ func (e *Engine) load(ctx context.Context) ([]store.Memory, error) {
 		defer mu.Unlock()
 		p.Memories += len(ms)
 		for _, m := range ms {
-			p.Bytes += int64(len(*m.Content))
+			p.Bytes += m.ContentSizeBytes
 		}
 		if e.opts.OnLoad != nil {
 			p.Elapsed = time.Since(start)
 			e.opts.OnLoad(p)
 		}
 	}
-	files, err := loadStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency, page)
+	files, err := listStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency, false, page)
 	if err != nil {
 		return nil, err
 	}
@@ -58,17 +60,21 @@ func (e *Engine) load(ctx context.Context) ([]store.Memory, error) {
 	return files, nil
 }
 
-// loadStore fetches every memory with its content, calling page (from
-// several goroutines, one call at a time) with each page's memories. It
-// lists the root at depth 1 (full view), then each top-level directory's
-// subtree, up to concurrency of them at once: the store's keyset pages are
-// sequential within one listing (at most 20 memories a page in the full
-// view), so splitting by directory is what lets a large store load in
-// parallel. A store whose memories sit at its root loads one page at a
-// time (issue 12).
-func loadStore(ctx context.Context, st Store, storeID string, concurrency int, page func([]store.Memory)) ([]store.Memory, error) {
+// listStore lists every memory, with its content when full. It calls page
+// with each page's memories (from several goroutines, one call at a
+// time) and returns the memories only in the basic view: the full view's
+// content is page's to keep or drop. It lists the root at depth 1, then
+// each top-level directory's subtree, up to concurrency of them at once:
+// the store's keyset pages are sequential within one listing (at most 20
+// memories a page in the full view, 100 in the basic one), so splitting
+// by directory is what lets a large store load in parallel. A store whose
+// memories sit at its root lists one page at a time (issue 12).
+func listStore(ctx context.Context, st Store, storeID string, concurrency int, full bool, page func([]store.Memory)) ([]store.Memory, error) {
 	list := func(ctx context.Context, opts store.ListMemoriesOptions, fn func(store.MemoryListItem)) error {
-		opts.Full, opts.Limit = true, store.MaxFullViewListLimit
+		opts.Full, opts.Limit = full, store.MaxListLimit
+		if full {
+			opts.Limit = store.MaxFullViewListLimit
+		}
 		for {
 			p, err := st.ListMemories(ctx, storeID, opts)
 			if err != nil {
@@ -76,7 +82,7 @@ func loadStore(ctx context.Context, st Store, storeID string, concurrency int, p
 			}
 			var got []store.Memory
 			for _, it := range p.Data {
-				if it.Memory != nil && it.Memory.Content != nil {
+				if isMemory(it, full) {
 					got = append(got, *it.Memory)
 				}
 				fn(it)
@@ -91,7 +97,7 @@ func loadStore(ctx context.Context, st Store, storeID string, concurrency int, p
 	var out []store.Memory
 	var prefixes []string
 	err := list(ctx, store.ListMemoriesOptions{Depth: 1}, func(it store.MemoryListItem) {
-		if it.Memory != nil && it.Memory.Content != nil {
+		if isMemory(it, full) && !full {
 			out = append(out, *it.Memory)
 		} else if it.Prefix != "" {
 			prefixes = append(prefixes, it.Prefix)
@@ -107,7 +113,7 @@ func loadStore(ctx context.Context, st Store, storeID string, concurrency int, p
 		g.Go(func() error {
 			var got []store.Memory
 			err := list(gctx, store.ListMemoriesOptions{PathPrefix: p}, func(it store.MemoryListItem) {
-				if it.Memory != nil && it.Memory.Content != nil {
+				if isMemory(it, full) && !full {
 					got = append(got, *it.Memory)
 				}
 			})
@@ -118,4 +124,10 @@ func loadStore(ctx context.Context, st Store, storeID string, concurrency int, p
 		})
 	}
 	return out, g.Wait()
+}
+
+// isMemory reports whether a listing item is a memory (with its content
+// in the full view).
+func isMemory(it store.MemoryListItem, full bool) bool {
+	return it.Memory != nil && (!full || it.Memory.Content != nil)
 }

@@ -229,7 +229,7 @@ func (e *Engine) deletedAfterOurWrite(fileID string, p journal.Entry, m *store.M
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) takeStore(fileID string, m *store.Memory) error {
-	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: contentBytes(m)})
 	e.setBase(fileID, m)
 	return nil
 }
@@ -240,7 +240,7 @@ func (e *Engine) takeStore(fileID string, m *store.Memory) error {
 // REQUIRES: e.syncMu held.
 func (e *Engine) restoreDeletedHere(p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
 	log.Warn("the memory changed in the store after it was deleted here: the store's version is restored")
-	e.treeApply(fs.Change{FileID: p.FileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.treeApply(fs.Change{FileID: p.FileID, Path: m.Path, Content: contentBytes(m)})
 	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
 	return nil
 }
@@ -263,7 +263,7 @@ func (e *Engine) storeWins(fileID string, p journal.Entry, m *store.Memory, reas
 	if err := e.keepConflict(p, m, reason); err != nil {
 		return err
 	}
-	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: []byte(*m.Content)})
+	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: contentBytes(m)})
 	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
 	return nil
 }
@@ -339,7 +339,7 @@ func (e *Engine) storeNew(m *store.Memory) error {
 	if err := e.displace(m, m.ID); err != nil {
 		return err
 	}
-	e.treeApply(fs.Change{FileID: m.ID, Path: m.Path, Content: []byte(*m.Content)})
+	e.treeApply(fs.Change{FileID: m.ID, Path: m.Path, Content: contentBytes(m)})
 	e.setBase(m.ID, m)
 	e.ms.agree(m.ID, m)
 	return nil

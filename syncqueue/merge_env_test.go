@@ -279,6 +279,15 @@ func (e *mgEnv) start(opt func(*EngineOptions)) {
 	})
 }
 
+// waitContent waits until every file loaded at mount has its content.
+func (e *mgEnv) waitContent() {
+	e.t.Helper()
+	eventually(e.t, "the content fetched", func() bool {
+		c := e.eng.Status().Content
+		return c.Fetched == c.Total
+	})
+}
+
 // startOwned is start for a test that finishes and closes the engine
 // itself (what Finish and Close do is what it checks).
 func (e *mgEnv) startOwned(opt func(*EngineOptions)) *Engine {
@@ -338,6 +347,9 @@ func (e *mgEnv) read(p string) (string, bool) {
 	}
 	buf := make([]byte, a.Size+1)
 	n, err := e.tree.Read(a.Ino, buf, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false // deleted in the store while its content was fetched
+	}
 	if err != nil {
 		e.t.Fatalf("read %s: %v", p, err)
 	}

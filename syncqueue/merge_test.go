@@ -628,7 +628,8 @@ func TestOverlayListingFallback(t *testing.T) {
 	e := mgSetup(t, mgWith(map[string]string{"/same.md": "unchanged\n"}))
 	e.proxy.setFault(mgFeedNotFound)
 	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
-	loaded := len(e.proxy.requests("list")) // the initial load's (full view)
+	e.waitContent()
+	loaded := len(e.proxy.requests("list")) // the initial load's and the content fetch's (full view)
 	// The first listing runs at Start; wait until it has been compared, so
 	// that the changes below are new to the overlay.
 	eventually(t, "the first listing", func() bool { return len(e.proxy.requests("list")) > loaded })

@@ -17,6 +17,9 @@ type Status struct {
 	ReadOnly  bool   `json:"read_only"`
 	// Loaded is the number of memories loaded at mount.
 	Loaded int `json:"loaded"`
+	// Content is how many of them have their content on the mount yet
+	// (the rest is fetched in the background, or when read).
+	Content ContentProgress `json:"content"`
 	// Pending lists the changes not yet in the store, oldest first.
 	Pending        []PendingChange `json:"pending"`
 	PendingUploads int             `json:"pending_uploads"`
@@ -75,7 +78,7 @@ type DamageStatus struct {
 func (e *Engine) Status() Status {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
-	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded}
+	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down
 	if lastErr != nil {

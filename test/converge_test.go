@@ -567,6 +567,10 @@ func TestConvergeOutage(t *testing.T) {
 	baseID, keepID := e.memory("/base.md").ID, e.memory("/keep.md").ID
 	a := e.mountEvery("a", "5s")
 	want := map[string]string{"/base.md": "base\n", "/keep.md": "keep\n"}
+	// The outage starts once the mount has its content (fetched behind
+	// the listing): a file never fetched reads EIO during an outage
+	// (TestMountLazyUnreachableThenRecovers).
+	lzWaitContent(t, a.stateDir, a.Dir)
 
 	e.serve.Stop()
 	down := time.Now()

@@ -94,6 +94,10 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	} else {
 		field("pending", "%s, %s; journal %s", plural(s.PendingUploads, "upload"), plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
 	}
+	if c := s.Content; c.Fetched < c.Total {
+		// Mounted from the listing: the content is still coming (issue 12).
+		field("content", "%d of %d memories fetched; the rest comes in the background, or when read", c.Fetched, c.Total)
+	}
 	var trouble []string
 	if s.Unreachable {
 		trouble = append(trouble, "STORE UNREACHABLE")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os/exec"
@@ -10,8 +11,11 @@ import (
 	"time"
 )
 
+var s3large int
+
 func init() {
 	measures = append(measures, measure{id: "S3", run: runS("S3", benchS3)})
+	flag.IntVar(&s3large, "s3large", 10000, "S3: memories in the larger store of the second row (0: no such row)")
 }
 
 // benchS3: time to mount a 2,000-memory store until `ls -l` of its root
@@ -21,9 +25,11 @@ func init() {
 // then `ls -l` of the folder. Each repetition runs both, in an order that
 // alternates; the median is reported. The store is read-only here: each
 // mount is closed (memfs: Close, clean; official: Cleanup(true)) before
-// the next. The main row uses the store shape of S1 and S2; a context row
-// uses a store with every memory in one directory. Goal ≤ 0.5× the
-// official worker's Download.
+// the next. The main rows use the store shape of S1 and S2 at
+// -smemories (2,000) and -s3large (10,000) memories; a context row uses a
+// store with every memory in one directory. Goal ≤ 0.2× the official
+// worker's Download (issue 12): memfs mounts from the listing and fetches
+// the content behind it, so `ls -l` waits for the listing only.
 func benchS3(ctx context.Context, cfg config) (_ []row, retErr error) {
 	env, err := newSEnv(ctx)
 	if err != nil {
@@ -35,6 +41,10 @@ func benchS3(ctx context.Context, cfg config) (_ []row, retErr error) {
 		}
 	}()
 	layouts := []sLayout{{sopts.memories, sopts.dirs}}
+	if s3large > 0 {
+		layouts = append(layouts, sLayout{s3large, sopts.dirs})
+	}
+	firstContextRow := len(layouts)
 	if sopts.dirs > 1 {
 		layouts = append(layouts, sLayout{sopts.memories, 1})
 	}
@@ -100,8 +110,8 @@ func benchS3(ctx context.Context, cfg config) (_ []row, retErr error) {
 		}
 		mm, om := median(memT), median(offT)
 		what := fmt.Sprintf("mount until `ls -l` of the root returns, %s", layout)
-		goal := goalAtMost(mm/om, 0.5, "official")
-		if li > 0 {
+		goal := goalAtMost(mm/om, 0.2, "official")
+		if li >= firstContextRow {
 			what += " — context"
 			goal = "—"
 		}

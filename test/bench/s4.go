@@ -114,6 +114,13 @@ func benchM1(ctx context.Context, cfg config) (_ []row, retErr error) {
 		}
 		mounts = append(mounts, m)
 	}
+	// Mounted from the listing: the content comes behind it. The idle
+	// window starts once every mount has it all.
+	for _, m := range mounts {
+		if err := waitContent(ctx, m.m); err != nil {
+			return nil, err
+		}
+	}
 	runtime.GC()
 	idle := 30 * time.Second
 	cpu0 := processCPU()

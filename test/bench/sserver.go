@@ -78,7 +78,11 @@ func init() {
 	flag.DurationVar(&sopts.s2Tick, "s2tick", time.Second, "S2: the official session's simulated tool call period (SyncIfDue after each)")
 }
 
-const sTempPfx = "memfs-bench-s-"
+// sTempPfx starts the names of this run's temporary directories and
+// mount points. It holds the process id so that the check for mounts left
+// behind sees this run's only, not those of a bench another engineer runs
+// on the same machine at the same time. (The M1 child uses its parent's.)
+var sTempPfx = fmt.Sprintf("memfs-bench-s-%d-", os.Getpid())
 
 // sEnv is one in-process memfs serve with its request counter.
 type sEnv struct {
@@ -163,6 +167,11 @@ func (l sLayout) String() string {
 
 // seedStore creates a store holding layout's memories, 16 creates at a time.
 func (e *sEnv) seedStore(ctx context.Context, name string, l sLayout) (string, error) {
+	return e.seedStoreWith(ctx, name, l, sContent)
+}
+
+// seedStoreWith is seedStore with each memory's content given by content.
+func (e *sEnv) seedStoreWith(ctx context.Context, name string, l sLayout, content func(path string) string) (string, error) {
 	st, err := e.admin.CreateStore(ctx, store.CreateStoreInput{Name: name})
 	if err != nil {
 		return "", err
@@ -176,7 +185,7 @@ func (e *sEnv) seedStore(ctx context.Context, name string, l sLayout) (string, e
 			defer wg.Done()
 			for i := range idx {
 				p := l.path(i)
-				if _, err := e.admin.CreateMemory(ctx, st.ID, p, sContent(p)); err != nil {
+				if _, err := e.admin.CreateMemory(ctx, st.ID, p, content(p)); err != nil {
 					errs <- fmt.Errorf("seed %s: %w", p, err)
 					for range idx {
 					}
