@@ -80,7 +80,10 @@ func init() {
 	flag.DurationVar(&sopts.s2Tick, "s2tick", time.Second, "S2: the official session's simulated tool call period (SyncIfDue after each)")
 }
 
-const sTempPfx = "memfs-bench-s-"
+// sTempPfx starts the names of this run's temporary directories. The pid
+// keeps sCheckNoLeftovers to this run's mounts: another bench running on
+// the same machine (a shared one) has its own mounted at that moment.
+var sTempPfx = fmt.Sprintf("memfs-bench-s-%d-", os.Getpid())
 
 // sEnv is one in-process memfs serve with its request counter.
 type sEnv struct {
