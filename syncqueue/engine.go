@@ -49,8 +49,14 @@ type EngineOptions struct {
 	StateDir string
 	// ReadOnly mounts without a journal and never uploads.
 	ReadOnly bool
-	// Interval is the flusher's period (default 15 s, at least 5 s).
+	// Interval is the flusher's period (default 15 s, at least 5 s): the
+	// longest a closed change waits for a pass.
 	Interval time.Duration
+	// Quiet starts a pass early, once writes are pending and no file has
+	// been closed for this long (schedule.go). 0, the default, turns it
+	// off; otherwise at least MinQuiet and shorter than Interval.
+	// cmd/memfs's default is DefaultQuiet.
+	Quiet time.Duration
 	// Deletions is enabled (default), log_only or disabled.
 	Deletions string
 	// DeleteDelay is how long a local delete must last before it is sent
@@ -98,6 +104,9 @@ func (o *EngineOptions) Validate() error {
 	}
 	if o.Interval < MinInterval {
 		return fmt.Errorf("the sync interval must be at least %s, not %s", MinInterval, o.Interval)
+	}
+	if o.Quiet != 0 && (o.Quiet < MinQuiet || o.Quiet >= o.Interval) {
+		return fmt.Errorf("the sync quiet period must be at least %s and shorter than the interval (%s), or off, not %s", MinQuiet, o.Interval, o.Quiet)
 	}
 	switch o.Deletions {
 	case "":
@@ -157,7 +166,8 @@ type Engine struct {
 	journal *journal.Journal // nil when ReadOnly; set nil under closeMu
 	tree    *fs.Tree
 	f       *flusher
-	calls   *inflight // requests to the store in flight, for the watchdog
+	calls   *inflight    // requests to the store in flight, for the watchdog
+	closes  *closeSignal // journaled writes, for the quiet trigger; nil when off
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -192,6 +202,9 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	e.lazy.flights = map[string]*flight{}
 	e.life, e.lifeCancel = context.WithCancel(context.Background())
 	e.outage = outage{log: opts.Log, now: opts.Now}
+	if opts.Quiet > 0 && !opts.ReadOnly {
+		e.closes = newCloseSignal()
+	}
 	return e, nil
 }
 
@@ -258,7 +271,7 @@ func (e *Engine) Open(ctx context.Context) error {
 	}
 	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
 	if e.journal != nil {
-		topts.Journal = journalSink{e.journal}
+		topts.Journal = journalSink{j: e.journal, closes: e.closes}
 	}
 	e.tree, err = fs.NewTree(topts)
 	if err != nil {
@@ -327,13 +340,9 @@ func (e *Engine) replay(changes []fs.Change) error {
 	}
 }
 
-// unjournaledRetry is how often files whose close the journal could not
-// take (a full state dir) are tried again: "journaled as soon as there is
-// room", without waiting for a pass.
-const unjournaledRetry = time.Second
-
-// Start runs the flusher every interval, the overlay (remote changes) and
-// the stall watchdog until Finish.
+// Start runs the flusher (every interval, and after a quiet period:
+// schedule.go), the overlay (remote changes) and the stall watchdog until
+// Finish.
 func (e *Engine) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -355,35 +364,12 @@ func (e *Engine) goRun(ctx context.Context, fn func(context.Context)) {
 	}()
 }
 
-// flushLoop runs a pass every interval (and at once for a journal left
-// behind), and retries unjournaled closes every second.
-func (e *Engine) flushLoop(ctx context.Context) {
-	t := time.NewTicker(e.opts.Interval)
-	defer t.Stop()
-	retry := time.NewTicker(unjournaledRetry)
-	defer retry.Stop()
-	if e.replayed > 0 {
-		// A journal left behind goes up at once, not an interval later.
-		e.f.pass(ctx, passOptions{deletes: true})
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-retry.C:
-			e.tree.RetryUnjournaled() //nolint:errcheck // status shows what is left
-		case <-t.C:
-			e.f.pass(ctx, passOptions{deletes: true})
-		}
-	}
-}
-
 // SyncNow runs one flusher pass at once (tests, SIGUSR1).
 func (e *Engine) SyncNow(ctx context.Context, deletes, waiveDelay bool) SyncResult {
 	if e.f == nil {
 		return SyncResult{}
 	}
-	return e.f.pass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay})
+	return e.f.pass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay, trigger: TriggerNow})
 }
 
 // FinalSyncTimeout bounds the final sync of Finish.
@@ -409,7 +395,7 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 	}
 	fctx, cancel := context.WithTimeout(ctx, FinalSyncTimeout)
 	defer cancel()
-	res := e.f.pass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true})
+	res := e.f.pass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true, trigger: TriggerFinal})
 	if !clean && res.DeletesPending > 0 {
 		e.log.WithField("deletes", res.DeletesPending).Warn("the session did not end cleanly: pending deletions were not sent")
 	}
@@ -455,17 +441,27 @@ func (e *Engine) closeJournal(ctx context.Context) error {
 
 // TreeJournal is the filesystem's view of a journal: what the engine gives
 // the tree it mounts (and the benchmarks, theirs).
-func TreeJournal(j *journal.Journal) fs.Journal { return journalSink{j} }
+func TreeJournal(j *journal.Journal) fs.Journal { return journalSink{j: j} }
 
-// journalSink adapts the Journal to the filesystem's Journal interface.
-type journalSink struct{ j *journal.Journal }
+// journalSink adapts the Journal to the filesystem's Journal interface,
+// and tells the quiet trigger of each journaled write (a close, a
+// truncate, a move): deletes alone wait for the interval anyway.
+type journalSink struct {
+	j      *journal.Journal
+	closes *closeSignal // nil: no quiet trigger
+}
 
 func (s journalSink) Append(states ...fs.FileState) error {
 	changes := make([]journal.Change, len(states))
+	writes := false
 	for i, st := range states {
 		changes[i] = journal.Change{FileID: st.FileID, Path: st.Path, Content: st.Content, Deleted: st.Deleted}
+		writes = writes || !st.Deleted
 	}
 	_, err := s.j.Append(changes...)
+	if err == nil && writes {
+		s.closes.note()
+	}
 	return err
 }
 

@@ -48,6 +48,9 @@ type flusher struct {
 	scratch   int       // scratch creates the pass's plan held back (scratch.go)
 	last      PassInfo  // the last pass that ended
 	lastClean time.Time // when the last pass that left nothing failed began
+	// unreached: the last pass could not reach the store for some change
+	// (the quiet trigger then waits for the interval: schedule.go).
+	unreached bool
 }
 
 // wait is why one file's change is still pending after a try.
@@ -73,6 +76,7 @@ type passOptions struct {
 	deletes    bool // send deletes that are due
 	waiveDelay bool // send deletes without the 30 s / confirming-pass wait (clean end)
 	final      bool
+	trigger    string // what started the pass (a Trigger constant)
 }
 
 // SyncResult counts what one pass did and left.
@@ -108,6 +112,9 @@ type PassInfo struct {
 	Result   SyncResult    `json:"result"`
 	// Clean is true when nothing failed: every change that could go up did.
 	Clean bool `json:"clean"`
+	// Trigger is what started the pass: interval, quiet, replay, now
+	// (SIGUSR1) or final.
+	Trigger string `json:"trigger"`
 }
 
 // opKind is what one planned request does.
@@ -318,13 +325,14 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	}
 	r.res.Left = max(0, e.journal.Stats().Pending-scratch) // scratch files are never uploaded
 	if r.res.did() {
-		f.log.WithFields(logrus.Fields{"uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
+		f.log.WithFields(logrus.Fields{"trigger": to.trigger, "uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
 			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
 	}
 	unjournaled := len(e.tree.Unjournaled())
 	down := e.outage.isDown()
 	e.syncMu.Lock()
-	f.last = PassInfo{At: start, Duration: e.now().Sub(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0}
+	f.last = PassInfo{At: start, Duration: e.now().Sub(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0, Trigger: to.trigger}
+	f.unreached = r.transient > 0 && ctx.Err() == nil
 	if f.last.Clean && !down {
 		f.lastClean = start
 	}

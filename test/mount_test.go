@@ -21,9 +21,10 @@ import (
 // These tests run real `memfs serve` and real `memfs mount` processes:
 // people's shell commands go through the kernel's FUSE mount, the mount
 // process talks to the server over loopback HTTP, and the tests check the
-// store with the Go client. The sync interval is 60 s everywhere, so the
-// only sync passes are the ones a test asks for with SIGUSR1 (and the
-// final one at SIGINT): what each pass does is deterministic.
+// store with the Go client. The sync interval is 60 s everywhere and the
+// quiet trigger off (harness.Main), so the only sync passes are the ones a
+// test asks for with SIGUSR1 (and the final one at SIGINT): what each pass
+// does is deterministic.
 
 // TestMountShellFlows: what a person does in a shell on the mount reaches
 // the store, and Ctrl-C ends it cleanly.

@@ -212,7 +212,7 @@ func mountAt(p string) (fs.MountInfo, bool) {
 func (h *host) engineOptions(api syncqueue.Store, storeID string, readOnly bool, log logrus.FieldLogger) syncqueue.EngineOptions {
 	return syncqueue.EngineOptions{
 		StoreID: storeID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: readOnly,
-		Interval: h.cfg.Interval, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
+		Interval: h.cfg.Interval, Quiet: h.cfg.Quiet, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
 		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log, OnLoad: h.cfg.OnLoad,
 	}
 }

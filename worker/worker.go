@@ -38,6 +38,9 @@ type Config struct {
 	// Interval is the sync interval; 0 means off: sessions run without
 	// their stores (one warning per store).
 	Interval time.Duration
+	// Quiet is the sync quiet period (syncqueue.EngineOptions.Quiet); 0
+	// means off: closed changes wait for the interval.
+	Quiet time.Duration
 	// Deletions is the deletion mode (default enabled).
 	Deletions string
 	// DeleteDelay shortens the 30 s delete rule (tests).
@@ -86,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Interval != 0 && c.Interval < syncqueue.MinInterval {
 		return fmt.Errorf("the memory sync interval must be at least %s (or off), not %s", syncqueue.MinInterval, c.Interval)
+	}
+	if c.Interval != 0 && c.Quiet != 0 && (c.Quiet < syncqueue.MinQuiet || c.Quiet >= c.Interval) {
+		return fmt.Errorf("the memory sync quiet period must be at least %s and shorter than the interval (%s), or off, not %s", syncqueue.MinQuiet, c.Interval, c.Quiet)
 	}
 	switch c.Deletions {
 	case "":

@@ -24,6 +24,7 @@ func init() {
 // syncFlags are the options of every command that syncs (worker.md).
 type syncFlags struct {
 	interval, deletions, stateDir string
+	quiet                         string // --memory-sync-quiet (syncquiet.go)
 	deleteDelay                   time.Duration
 	logFormat, logLevel           string
 }
@@ -47,6 +48,7 @@ func (s *syncFlags) add(fs *flag.FlagSet) {
 // exist to mount a store, refuse it.
 func (s *syncFlags) addWith(fs *flag.FlagSet, d syncDefaults) {
 	fs.StringVar(&s.interval, "memory-sync-interval", envOr("15s", "MEMFS_MEMORY_SYNC_INTERVAL"), "how often closed changes are uploaded: a duration of at least 5s. off runs without memory: worker and session run sessions without their memory stores; mount and up refuse it (env MEMFS_MEMORY_SYNC_INTERVAL)")
+	fs.StringVar(&s.quiet, "memory-sync-quiet", envOr(syncqueue.DefaultQuiet.String(), "MEMFS_MEMORY_SYNC_QUIET"), quietHelp)
 	fs.StringVar(&s.deletions, "memory-sync-deletions", envOr(syncqueue.DeletionsEnabled, "MEMFS_MEMORY_SYNC_DELETIONS"), "enabled, log_only or disabled (env MEMFS_MEMORY_SYNC_DELETIONS)")
 	fs.DurationVar(&s.deleteDelay, "memory-sync-delete-delay", 30*time.Second, "how long a local delete must last before it is sent (tests shorten it)")
 	fs.StringVar(&s.stateDir, "state-dir", d.stateDir, d.stateDirHelp)
@@ -95,7 +97,8 @@ func runMount(args []string) error {
 Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT must
 be an empty directory (--mkdir creates it and its parents). Every file
 closed on the mount is journaled under --state-dir at once and uploaded
-every --memory-sync-interval. Ctrl-C, SIGTERM, or unmounting it (umount,
+once no file has been closed for --memory-sync-quiet, at the latest at
+the next --memory-sync-interval. Ctrl-C, SIGTERM, or unmounting it (umount,
 fusermount3 -u, umount -l) runs a final sync (at most 30 s), unmounts and
 exits; whatever could not be uploaded stays in the journal and is
 replayed by the next 'memfs mount' of the store with the same
@@ -169,7 +172,7 @@ Flags:
 	if apiKey == "" {
 		return usagef("an admin key is required (%s): the admin key memfs serve wrote to its data dir's admin.key", keyFlag.sources())
 	}
-	interval, err := sf.parseInterval()
+	interval, quiet, err := sf.parseSync()
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -219,7 +222,7 @@ Flags:
 	m, err := worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
 			StoreID: storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: readOnly,
-			Interval: interval, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
+			Interval: interval, Quiet: quiet, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
 			Owner: owner, OnLoad: onLoad,
 		},
 		Mountpoint: pos[0],

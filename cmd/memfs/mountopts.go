@@ -32,6 +32,7 @@ var mountOptionValues = map[string]string{
 	"api_key_file":  "api-key-file",
 	"state_dir":     "state-dir",
 	"sync_interval": "memory-sync-interval",
+	"sync_quiet":    "memory-sync-quiet",
 	"x-mount.mkdir": "mkdir", // also bare, below; the value is the mode of the folders created
 }
 

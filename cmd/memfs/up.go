@@ -84,7 +84,7 @@ Flags:
 	}
 	// Checked before anything starts: up mounts its demo store, so "off"
 	// (0) makes no sense here either.
-	interval, err := sf.parseInterval()
+	interval, quiet, err := sf.parseSync()
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -184,7 +184,7 @@ Flags:
 		hideCredentials(log)
 	}
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
-		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Log: log, Status: status,
+		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Quiet: quiet, Log: log, Status: status,
 		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
 		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools})
 	if err != nil {

@@ -61,7 +61,7 @@ func (f *workerFlags) metrics(cmd string, cfg *worker.Config) (*metricsEndpoint,
 
 // config maps the flags onto worker.Config.
 func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
-	interval, err := f.parseInterval()
+	interval, quiet, err := f.parseSync()
 	if err != nil {
 		return worker.Config{}, usagef("%v", err)
 	}
@@ -73,7 +73,7 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, err
 	}
-	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval,
+	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval, Quiet: quiet,
 		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: replayKey, Log: log,
 		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
 	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {

@@ -13,7 +13,8 @@ func init() {
 }
 
 // benchS2: requests reaching the store service per idle interval, with a
-// 2,000-memory store mounted. memfs: one mount, untouched. Official: one
+// 2,000-memory store mounted. memfs: one mount, untouched, with its
+// default quiet period (idle, it starts no pass). Official: one
 // session after its Download, the agent busy with a tool call every second
 // (SyncIfDue after each), nothing edited. Both hold the same store at the
 // same interval (15 s by default, both defaults) at the same time; the
@@ -41,7 +42,7 @@ func benchS2(ctx context.Context, cfg config) (_ []row, retErr error) {
 		return nil, err
 	}
 	const memLabel, offLabel = "memfs-bench-s2", "official-s2"
-	m, err := env.mountMemfs(ctx, storeID, memLabel, interval, nil)
+	m, err := env.mountMemfsQuiet(ctx, storeID, memLabel, interval, sopts.quiet, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func benchS2(ctx context.Context, cfg config) (_ []row, retErr error) {
 
 	per := func(n int) float64 { return float64(n) / float64(k) }
 	ratio := per(memN) / per(offN)
-	what := fmt.Sprintf("store requests per idle interval, %s mounted, %s interval both, counted over %d intervals (%s)", layout, interval, k, window)
+	what := fmt.Sprintf("store requests per idle interval, %s mounted, %s interval both (memfs quiet %s), counted over %d intervals (%s)", layout, interval, quietText(sopts.quiet), k, window)
 	return []row{
 		{"S2", what, fmt.Sprintf("memfs %.2f (%d in the window)", per(memN), memN),
 			fmt.Sprintf("official %.2f (%d in the window, %d syncs)", per(offN), offN, offD[firstPageKind]),

@@ -63,6 +63,7 @@ var sopts struct {
 	s2Interval  time.Duration
 	s2Intervals int
 	s2Tick      time.Duration
+	quiet       time.Duration // memfs's quiet period in S1 and S2
 }
 
 func init() {
@@ -75,6 +76,7 @@ func init() {
 	flag.DurationVar(&sopts.s1Tick, "s1tick", 250*time.Millisecond, "S1: the official sessions' simulated tool call period (SyncIfDue after each)")
 	flag.DurationVar(&sopts.s2Interval, "s2interval", environments.DefaultMemorySyncInterval, "S2: sync interval of both systems (15 s is both defaults)")
 	flag.IntVar(&sopts.s2Intervals, "s2intervals", 4, "S2: idle intervals counted")
+	flag.DurationVar(&sopts.quiet, "squiet", syncqueue.DefaultQuiet, "S1, S2: memfs's --memory-sync-quiet (its default; 0 turns it off: interval-only passes)")
 	flag.DurationVar(&sopts.s2Tick, "s2tick", time.Second, "S2: the official session's simulated tool call period (SyncIfDue after each)")
 }
 
@@ -215,7 +217,14 @@ type memfsMount struct {
 
 // mountMemfs mounts storeID with its own state directory and client
 // (User-Agent label). With took, it is set to how long MountStore took.
-func (e *sEnv) mountMemfs(ctx context.Context, storeID, label string, interval time.Duration, took *time.Duration) (_ *memfsMount, err error) {
+// Only the interval's passes run (no quiet trigger): S4 keeps its edits
+// pending until the final sync.
+func (e *sEnv) mountMemfs(ctx context.Context, storeID, label string, interval time.Duration, took *time.Duration) (*memfsMount, error) {
+	return e.mountMemfsQuiet(ctx, storeID, label, interval, 0, took)
+}
+
+// mountMemfsQuiet is mountMemfs with a quiet period (0: off).
+func (e *sEnv) mountMemfsQuiet(ctx context.Context, storeID, label string, interval, quiet time.Duration, took *time.Duration) (_ *memfsMount, err error) {
 	mm := &memfsMount{}
 	defer func() {
 		if err != nil {
@@ -238,7 +247,7 @@ func (e *sEnv) mountMemfs(ctx context.Context, storeID, label string, interval t
 	start := time.Now()
 	mm.m, err = worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
-			StoreID: storeID, Store: cl, StateDir: filepath.Join(tmp, "state"), Interval: interval,
+			StoreID: storeID, Store: cl, StateDir: filepath.Join(tmp, "state"), Interval: interval, Quiet: quiet,
 			Owner: fs.Ownership{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
 		},
 		Mountpoint: mm.dir,

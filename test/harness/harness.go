@@ -59,6 +59,12 @@ func Binary(t testing.TB) string {
 // so test runs do not pile copies of memfs up in the temporary directory.
 // Call it from TestMain.
 func Main(m *testing.M) {
+	// The memfs processes these tests start drive their passes with
+	// SIGUSR1 (and a long interval), and check what each pass did: a quiet
+	// pass (--memory-sync-quiet, default 1s) at a moment set by the
+	// machine's speed would race them. A test of the quiet trigger turns
+	// it on with the flag, which wins over the environment.
+	os.Setenv("MEMFS_MEMORY_SYNC_QUIET", "off") //nolint:errcheck
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath)) //nolint:errcheck
