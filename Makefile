@@ -2,7 +2,7 @@
 #   make up [ARGS="..."]     run everything on one machine (memfs up): serve, a demo store, a worker mounting it
 #   make serve [ARGS="..."]  run the store service alone (memfs serve)
 #   make test                set up dependencies (PostgreSQL, FUSE) and run all tests
-#   make bench [ARGS="..."]  run the benchmark program (go run ./test/bench)
+#   make bench [ARGS="..."]  run the benchmarks (test/run-bench.sh: go run ./test/bench, with a throwaway PostgreSQL for D1)
 
 GO ?= go
 ARGS ?=
@@ -27,4 +27,4 @@ test:
 	bash test/run-tests.sh
 
 bench:
-	$(GO) run ./test/bench $(ARGS)
+	bash test/run-bench.sh $(ARGS)
