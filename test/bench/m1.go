@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func benchM1Content(ctx context.Context, cfg config) (_ []row, retErr error) {
 		if stopping.Load() {
 			return nil, errInterrupted
 		}
-		r, l, err := m1Measure(ctx, env, storeID)
+		r, l, _, err := m1Measure(ctx, env, []string{storeID}, m1opts.idle)
 		if err != nil {
 			return nil, err
 		}
@@ -99,26 +100,27 @@ func benchM1Content(ctx context.Context, cfg config) (_ []row, retErr error) {
 		fmt.Sprintf("≤ 1.2× content + 30 MiB = %.0f MiB: %s", goal, verdict)}}, nil
 }
 
-// m1Measure runs one child mount and returns its VmRSS in MiB after the
-// idle window, and at the moment its content was loaded.
-func m1Measure(ctx context.Context, env *sEnv, storeID string) (rss, atLoad float64, err error) {
+// m1Measure runs one child that mounts the given stores and returns its
+// VmRSS in MiB after the idle window and at the moment its content was
+// loaded, and the CPU time it used over the idle window.
+func m1Measure(ctx context.Context, env *sEnv, storeIDs []string, idle time.Duration) (rss, atLoad float64, cpu time.Duration, err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), m1ChildEnv+"="+storeID, "MEMFS_BENCH_M1_URL="+env.base, "MEMFS_BENCH_M1_KEY="+env.key)
+	cmd.Env = append(os.Environ(), m1ChildEnv+"="+strings.Join(storeIDs, ","), "MEMFS_BENCH_M1_URL="+env.base, "MEMFS_BENCH_M1_KEY="+env.key)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer func() {
 		stdin.Close()
@@ -128,21 +130,24 @@ func m1Measure(ctx context.Context, env *sEnv, storeID string) (rss, atLoad floa
 	}()
 	line, rerr := bufio.NewReader(stdout).ReadString('\n')
 	if rerr != nil || strings.TrimSpace(line) != "loaded" {
-		return 0, 0, fmt.Errorf("the M1 child did not load the store: %q %v", line, rerr)
+		return 0, 0, 0, fmt.Errorf("the M1 child did not load the stores: %q %v", line, rerr)
 	}
 	go io.Copy(io.Discard, stdout) //nolint:errcheck
-	atLoad = residentMiBOf(cmd.Process.Pid)
-	if err := sleepOrStop(ctx, m1opts.idle); err != nil {
-		return 0, 0, err
+	pid := cmd.Process.Pid
+	atLoad = residentMiBOf(pid)
+	cpu0 := cpuOf(pid)
+	if err := sleepOrStop(ctx, idle); err != nil {
+		return 0, 0, 0, err
 	}
-	return residentMiBOf(cmd.Process.Pid), atLoad, nil
+	return residentMiBOf(pid), atLoad, cpuOf(pid) - cpu0, nil
 }
 
-// m1ChildMain is the child of M1: it mounts the store named by m1ChildEnv,
+// m1ChildMain is the child of M1: it mounts the stores named by m1ChildEnv
+// (comma-separated ids) as memfs worker does, one engine and mount each,
 // says "loaded" once every memory's content is in memory, and unmounts
 // when its stdin closes.
 func m1ChildMain() int {
-	storeID := os.Getenv(m1ChildEnv)
+	storeIDs := strings.Split(os.Getenv(m1ChildEnv), ",")
 	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "bench: M1 child: %v\n", err)
 		return 1
@@ -159,20 +164,25 @@ func m1ChildMain() int {
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	ctx := context.Background()
-	m, err := worker.MountStore(ctx, worker.MountOptions{
-		Engine: syncqueue.EngineOptions{
-			StoreID: storeID, Store: cl, StateDir: filepath.Join(tmp, "state"),
-			Owner: fs.Ownership{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
-		},
-		Mountpoint: filepath.Join(tmp, "mnt"),
-		FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0},
-		Log:        log,
-	})
-	if err != nil {
-		return fail(err)
+	var mounts []*worker.Mounted
+	for i, id := range storeIDs {
+		m, merr := worker.MountStore(ctx, worker.MountOptions{
+			Engine: syncqueue.EngineOptions{
+				StoreID: id, Store: cl, StateDir: filepath.Join(tmp, fmt.Sprintf("state-%d", i)),
+				Owner: fs.Ownership{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
+			},
+			Mountpoint: filepath.Join(tmp, fmt.Sprintf("mnt-%d", i)),
+			FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0},
+			Log:        log,
+		})
+		if merr != nil {
+			err = merr
+			break
+		}
+		mounts = append(mounts, m)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
-	for !m1Loaded(m) {
+	for err == nil && !allLoaded(mounts) {
 		if time.Now().After(deadline) {
 			err = errors.New("the content was not loaded within 5 minutes")
 			break
@@ -180,13 +190,16 @@ func m1ChildMain() int {
 		time.Sleep(20 * time.Millisecond) // polling the load's progress
 	}
 	if err == nil {
+		runtime.GC()
 		fmt.Println("loaded")
 		io.Copy(io.Discard, os.Stdin) //nolint:errcheck // until the parent closes it
 	}
 	cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
-	if cerr := m.Close(cctx, true); cerr != nil && err == nil {
-		err = cerr
+	for _, m := range mounts {
+		if cerr := m.Close(cctx, true); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return fail(err)
@@ -194,25 +207,39 @@ func m1ChildMain() int {
 	return 0
 }
 
+func allLoaded(mounts []*worker.Mounted) bool {
+	for _, m := range mounts {
+		if !m1Loaded(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// cpuOf reads the user + system CPU time process pid has used
+// (/proc/pid/stat fields 14 and 15, in clock ticks of 1/100 s, the value
+// of USER_HZ on Linux).
+func cpuOf(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count fields after its ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut) //nolint:errcheck
+	fmt.Sscan(f[12], &st) //nolint:errcheck
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
 // m1Loaded reports whether the mount holds every memory's content (it
 // mounts from the listing and fetches the content behind it).
 func m1Loaded(m *worker.Mounted) bool {
 	c := m.Engine().Status().Content
 	return c.Fetched == c.Total
-}
-
-// waitContent waits until the mount holds every memory's content.
-func waitContent(ctx context.Context, m *worker.Mounted) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	for !m1Loaded(m) {
-		if time.Now().After(deadline) {
-			return errors.New("the content was not fetched within 5 minutes")
-		}
-		if err := sleepOrStop(ctx, 20*time.Millisecond); err != nil { // polling the fetch's progress
-			return err
-		}
-	}
-	return nil
 }
 
 // residentMiBOf reads VmRSS of process pid.
