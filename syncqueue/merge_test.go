@@ -686,6 +686,7 @@ func TestOverlayListingFallback(t *testing.T) {
 func TestOverlayCursorGone(t *testing.T) {
 	t.Parallel()
 	e := newMgEnv(t, mgFiles)
+	e.waitContent() // the background content fetch lists too: the listings counted are the overlay's
 	var armed atomic.Bool
 	armed.Store(true)
 	n := e.proxy.setFault(func(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
