@@ -61,16 +61,7 @@ func m1Content(path string, n int) string {
 	return b.String()[:n]
 }
 
-func benchM1Content(ctx context.Context, cfg config) (_ []row, retErr error) {
-	env, err := newSEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := env.close(); cerr != nil && retErr == nil {
-			retErr = cerr
-		}
-	}()
+func benchM1Content(ctx context.Context, cfg config, env *sEnv) ([]row, error) {
 	layout := sLayout{m1opts.memories, 30}
 	storeID, err := env.seedStoreWith(ctx, "m1 content", layout, func(p string) string { return m1Content(p, m1opts.size) })
 	if err != nil {

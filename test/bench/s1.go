@@ -45,18 +45,14 @@ func init() {
 // each pair on its own store of the same shape. memfs runs with its
 // default quiet period (-squiet, 1 s): A uploads about a second after the
 // close, not at its next tick. Goal: p99 ≤ 0.3× the official worker's.
-func benchS1(ctx context.Context, cfg config) (_ []row, retErr error) {
+func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error) {
 	interval, tick, edits, pairs := sopts.s1Interval, sopts.s1Tick, sopts.s1Edits, sopts.s1Pairs
 	if edits < 1 || pairs < 1 || pairs > edits {
 		return nil, errors.New("-s1edits and -s1pairs must be at least 1, with no more pairs than edits")
 	}
-	env, err := newSEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var undo cleanups // the sessions; then the server goes
+	var undo cleanups // the sessions (runS closes the server after them)
 	defer func() {
-		if cerr := errors.Join(undo.run(), env.close()); cerr != nil && retErr == nil {
+		if cerr := undo.run(); cerr != nil && retErr == nil {
 			retErr = cerr
 		}
 	}()

@@ -21,18 +21,14 @@ func init() {
 // server counts each one's requests over the same window of several
 // intervals, which starts once both are set up. Goal ≤ 0.1× the official
 // worker's.
-func benchS2(ctx context.Context, cfg config) (_ []row, retErr error) {
+func benchS2(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error) {
 	interval, k := sopts.s2Interval, sopts.s2Intervals
 	if k < 1 {
 		return nil, errors.New("-s2intervals must be at least 1")
 	}
-	env, err := newSEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var undo cleanups
 	defer func() {
-		if cerr := errors.Join(undo.run(), env.close()); cerr != nil && retErr == nil {
+		if cerr := undo.run(); cerr != nil && retErr == nil {
 			retErr = cerr
 		}
 	}()

@@ -30,16 +30,7 @@ func init() {
 // store with every memory in one directory. Goal ≤ 0.2× the official
 // worker's Download (issue 12): memfs mounts from the listing and fetches
 // the content behind it, so `ls -l` waits for the listing only.
-func benchS3(ctx context.Context, cfg config) (_ []row, retErr error) {
-	env, err := newSEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := env.close(); cerr != nil && retErr == nil {
-			retErr = cerr
-		}
-	}()
+func benchS3(ctx context.Context, cfg config, env *sEnv) ([]row, error) {
 	layouts := []sLayout{{sopts.memories, sopts.dirs}}
 	if s3large > 0 {
 		layouts = append(layouts, sLayout{s3large, sopts.dirs})

@@ -22,16 +22,7 @@ func init() {
 // (closed: journaled), then the mount is closed cleanly and the final sync
 // timed. The goal is the 30 s bound with every edit in the store, which is
 // checked by reading the store back.
-func benchS4(ctx context.Context, cfg config) (_ []row, retErr error) {
-	env, err := newSEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := env.close(); cerr != nil && retErr == nil {
-			retErr = cerr
-		}
-	}()
+func benchS4(ctx context.Context, cfg config, env *sEnv) ([]row, error) {
 	layout := sLayout{sopts.memories, sopts.dirs}
 	const edits = 500
 	var took []float64
@@ -88,16 +79,7 @@ func benchS4(ctx context.Context, cfg config) (_ []row, retErr error) {
 // The mounts run in a child process of their own (m1ChildMain), as a
 // worker would, so the figure is theirs alone: the server and the seeding
 // stay in this process.
-func benchM1(ctx context.Context, cfg config) (_ []row, retErr error) {
-	env, err := newSEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := env.close(); cerr != nil && retErr == nil {
-			retErr = cerr
-		}
-	}()
+func benchM1(ctx context.Context, cfg config, env *sEnv) ([]row, error) {
 	layout := sLayout{sopts.memories, sopts.dirs}
 	var ids []string
 	for i := 0; i < 8; i++ {

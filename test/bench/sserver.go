@@ -477,8 +477,9 @@ func countsText(m map[string]int) string {
 	return strings.Join(parts, "; ")
 }
 
-// runS wraps an S measure: afterwards nothing of ours may stay mounted.
-func runS(id string, fn func(ctx context.Context, cfg config) ([]row, error)) func(ctx context.Context, cfg config) ([]row, error) {
+// runS wraps an S measure: it runs it on an in-process server of its own
+// (closed afterwards), and afterwards nothing of ours may stay mounted.
+func runS(id string, fn func(ctx context.Context, cfg config, env *sEnv) ([]row, error)) func(ctx context.Context, cfg config) ([]row, error) {
 	return func(ctx context.Context, cfg config) (rows []row, err error) {
 		defer func() {
 			if lerr := sCheckNoLeftovers(); lerr != nil && err == nil {
@@ -489,7 +490,16 @@ func runS(id string, fn func(ctx context.Context, cfg config) ([]row, error)) fu
 				os.Exit(130)
 			}
 		}()
-		return fn(ctx, cfg)
+		env, err := newSEnv(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := env.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		return fn(ctx, cfg, env)
 	}
 }
 
