@@ -122,7 +122,7 @@ missing MOUNTPOINT is an error.
 
 -o takes mount(8)-style options, comma-separated, each a spelling of a
 flag (a later one wins): ro, rw, uid=N, gid=N, allow_other, api_url=,
-api_key_file=, state_dir=, sync_interval=, file_mode=, dir_mode=,
+api_key_file=, state_dir=, sync_interval=, sync_quiet=, file_mode=, dir_mode=,
 umask=, x-mount.mkdir[=MODE] (--mkdir). Options that mount(8) and
 systemd keep for themselves (defaults, noauto, nofail, _netdev, user,
 users, x-systemd.*) are ignored; any other is an error naming it. Called

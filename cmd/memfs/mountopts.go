@@ -103,7 +103,7 @@ func parseMountOptions(s string, sloppy bool) (set []flagSetting, ignored, unkno
 			unknown = append(unknown, opt)
 			continue
 		}
-		errs = append(errs, fmt.Sprintf("unknown mount option %q (memfs knows ro, rw, uid=, gid=, allow_other, api_url=, api_key_file=, state_dir=, sync_interval=, file_mode=, dir_mode=, umask=, x-mount.mkdir)", opt))
+		errs = append(errs, fmt.Sprintf("unknown mount option %q (memfs knows ro, rw, uid=, gid=, allow_other, api_url=, api_key_file=, state_dir=, sync_interval=, sync_quiet=, file_mode=, dir_mode=, umask=, x-mount.mkdir)", opt))
 	}
 	if len(errs) > 0 {
 		return set, ignored, unknown, errors.New(strings.Join(errs, "; "))
@@ -130,7 +130,7 @@ func ignoredMountOption(opt string) bool {
 // check after parsing.
 func addMountOptionFlag(fset *flag.FlagSet) (check func() error) {
 	var first error
-	fset.Func("o", "mount(8)-style options, comma-separated: ro, rw, uid=N, gid=N, allow_other, api_url=URL, api_key_file=FILE, state_dir=DIR, sync_interval=DUR, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users and x-systemd.* are accepted and ignored", func(s string) error {
+	fset.Func("o", "mount(8)-style options, comma-separated: ro, rw, uid=N, gid=N, allow_other, api_url=URL, api_key_file=FILE, state_dir=DIR, sync_interval=DUR, sync_quiet=DUR, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users and x-systemd.* are accepted and ignored", func(s string) error {
 		set, _, _, err := parseMountOptions(s, false)
 		for _, fs := range set {
 			if err == nil {
