@@ -72,6 +72,12 @@ type EngineOptions struct {
 	// Default: half the interval, so an outage is logged within one
 	// interval of its start. A long poll is allowed PollWait more.
 	StallAfter time.Duration
+	// FetchWait bounds how long an operation waits for the content of a
+	// file not fetched yet (lazy.go) before it fails with EIO: a store
+	// that stops answering (a blackholed network) must not hang a `cat`
+	// for the client's whole timeout and retries. Default 10 s; once a
+	// fetch has failed, and until one works again, a fifth of it.
+	FetchWait time.Duration
 	// Conflicts keeps losing local versions (default: the log under StateDir).
 	Conflicts *ConflictLog
 	// Owner owns the files loaded from the store and the mount's root,
@@ -126,6 +132,9 @@ func (o *EngineOptions) Validate() error {
 	}
 	if o.StallAfter <= 0 {
 		o.StallAfter = o.Interval / 2
+	}
+	if o.FetchWait <= 0 {
+		o.FetchWait = DefaultFetchWait
 	}
 	if o.Conflicts == nil && o.StateDir != "" {
 		o.Conflicts = OpenConflictLog(o.StateDir, ConflictRetention{})

@@ -32,8 +32,13 @@ import (
 //
 // A store that stops answering: reads of files not fetched yet fail with
 // EIO (never empty or wrong bytes), with one log line until a fetch works
-// again; the background fetch retries with a backoff until every file has
-// its content.
+// again; a read waits at most EngineOptions.FetchWait for a store that
+// does not answer at all (a fifth of it once fetches are failing); the
+// background fetch retries with a backoff until every file has its
+// content.
+
+// DefaultFetchWait is EngineOptions.FetchWait's default.
+const DefaultFetchWait = 10 * time.Second
 
 // lazyLoad is the engine's state of the content fetch.
 type lazyLoad struct {
@@ -64,8 +69,17 @@ func (e *Engine) Fetch(fileID string) error {
 	}
 	f := &flight{done: make(chan struct{})}
 	l.flights[fileID] = f
+	wait := e.opts.FetchWait
+	if l.down {
+		wait /= 5 // known failing: try, but don't make every reader wait long
+	}
 	l.mu.Unlock()
-	f.err = e.fetchOne(e.life, fileID)
+	ctx, cancel := context.WithTimeout(e.life, wait)
+	f.err = e.fetchOne(ctx, fileID)
+	cancel()
+	if errors.Is(f.err, context.DeadlineExceeded) {
+		f.err = fmt.Errorf("no answer from the memory store within %s: %w", wait, f.err)
+	}
 	l.mu.Lock()
 	delete(l.flights, fileID)
 	l.mu.Unlock()

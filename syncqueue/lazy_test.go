@@ -1,11 +1,13 @@
 package syncqueue
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -14,11 +16,12 @@ import (
 
 // lazyGate holds the background content fetch (the full-view listings)
 // until it is opened, and can make every content request fail as an
-// unreachable store would.
+// unreachable store would, or hang unanswered as a blackholed one does.
 type lazyGate struct {
 	mu   sync.Mutex
 	open chan struct{}
 	down bool
+	hang chan struct{} // non-nil: content requests wait for it to close
 }
 
 func newLazyGate() *lazyGate { return &lazyGate{open: make(chan struct{})} }
@@ -39,14 +42,35 @@ func (g *lazyGate) setDown(down bool) {
 	g.down = down
 }
 
+// setHang makes content requests hang unanswered (true) until it is
+// called with false.
+func (g *lazyGate) setHang(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case on && g.hang == nil:
+		g.hang = make(chan struct{})
+	case !on && g.hang != nil:
+		close(g.hang)
+		g.hang = nil
+	}
+}
+
 func (g *lazyGate) fault(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
 	full := kind == "list" && strings.Contains(r.URL.RawQuery, "view=full")
 	if !full && kind != "get" {
 		return false
 	}
 	g.mu.Lock()
-	down, open := g.down, g.open
+	down, open, hang := g.down, g.open, g.hang
 	g.mu.Unlock()
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+			return true
+		}
+	}
 	if down {
 		mgWriteError(w, http.StatusServiceUnavailable, "api_error", "the proxy is down")
 		return true
@@ -152,6 +176,45 @@ func TestLazyUnreachableIsEIOLoggedOnceThenRecovers(t *testing.T) {
 	if len(e.pending()) != 0 {
 		t.Errorf("pending after failed reads: %v", e.pending())
 	}
+}
+
+// A store that stops answering (a blackholed network): a read of a file
+// not fetched yet fails with EIO after FetchWait, not after the client's
+// whole timeout and retries, logged once; it works again once the store
+// answers.
+func TestLazyBlackholedStoreIsEIOAfterFetchWait(t *testing.T) {
+	t.Parallel()
+	e := mgSetup(t, lazyFiles)
+	g := newLazyGate()
+	t.Cleanup(g.release)
+	t.Cleanup(func() { g.setHang(false) })
+	e.proxy.setFault(g.fault)
+	e.start(func(o *EngineOptions) { o.FetchWait = 500 * time.Millisecond })
+	g.setHang(true)
+	a, err := e.lookup("/a.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.tree.Read(a.Ino, make([]byte, 64), 0)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, fs.ErrUnfetched) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("read %d of a blackholed store: %v; want EIO after the fetch wait", i, err)
+			}
+		case <-time.After(20 * time.Second): // generous; the client's own timeout is 30 s, and it retries
+			t.Fatalf("read %d of a blackholed store still waiting after 20 s", i)
+		}
+	}
+	if got := len(e.warnings("can't be fetched")); got != 1 {
+		t.Errorf("%d log lines about unfetched content, want 1", got)
+	}
+	g.setHang(false)
+	e.wantLocal("/a.md", lazyFiles["/a.md"])
 }
 
 // A remote edit, move or delete of a file not fetched yet replaces it.
