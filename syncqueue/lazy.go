@@ -45,6 +45,22 @@ type lazyLoad struct {
 	mu      sync.Mutex
 	flights map[string]*flight // GUARDED_BY(mu): on-demand fetches in flight, by memory id
 	down    bool               // GUARDED_BY(mu): the last fetch failed (logged once)
+	// failed holds the on-demand fetches that found no answer within
+	// their wait less than refetchAfter ago, by memory id: the kernel asks
+	// again at once after a failed read (readahead, then the read
+	// itself), and that second ask gets the same answer instead of a
+	// second wait. Cleared when a fetch works.
+	failed map[string]failedFetch // GUARDED_BY(mu)
+}
+
+// refetchAfter is how long an on-demand fetch that found no answer is
+// answered from lazyLoad.failed: long enough for the kernel's second ask,
+// short enough that nobody retrying by hand meets it.
+const refetchAfter = 250 * time.Millisecond
+
+type failedFetch struct {
+	at  time.Time
+	err error
 }
 
 // flight is one fetch that concurrent callers for the same file share.
@@ -67,6 +83,10 @@ func (e *Engine) Fetch(fileID string) error {
 		<-f.done
 		return f.err
 	}
+	if ff, ok := l.failed[fileID]; ok && time.Since(ff.at) < refetchAfter {
+		l.mu.Unlock()
+		return ff.err
+	}
 	f := &flight{done: make(chan struct{})}
 	l.flights[fileID] = f
 	wait := e.opts.FetchWait
@@ -82,6 +102,12 @@ func (e *Engine) Fetch(fileID string) error {
 	}
 	l.mu.Lock()
 	delete(l.flights, fileID)
+	if errors.Is(f.err, context.DeadlineExceeded) {
+		if l.failed == nil {
+			l.failed = make(map[string]failedFetch)
+		}
+		l.failed[fileID] = failedFetch{at: time.Now(), err: f.err}
+	}
 	l.mu.Unlock()
 	close(f.done)
 	return f.err
@@ -227,6 +253,7 @@ func (e *Engine) fetchWorked() {
 	l := &e.lazy
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	clear(l.failed)
 	if l.down {
 		l.down = false
 		e.log.Info("the memory store answers again: files not fetched yet can be read")
