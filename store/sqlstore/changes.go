@@ -38,7 +38,7 @@ func (db *DB) Changes(ctx context.Context, storeID string, after int64, limit in
 		limit = MaxChangesLimit
 	}
 	page.NextCursor = after
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id FROM memory_changes WHERE store_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qFeedPage),
 		storeID, after, limit+1)
 	if err != nil {
 		return page, mapErr(err)

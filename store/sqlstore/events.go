@@ -221,7 +221,7 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, after int64, li
 	if limit <= 0 || after >= tail.Head {
 		return tail, nil
 	}
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+eventColumns+` FROM session_events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`),
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qEventsAfter),
 		sessionID, after, tail.Head, limit)
 	if err != nil {
 		return tail, mapErr(err)

@@ -84,11 +84,7 @@ func (db *DB) Poll(ctx context.Context, in store.PollInput) (*store.Work, error)
 		}
 		reclaim := now - in.ReclaimAfter.Microseconds()
 		var state string
-		err := tx.QueryRowContext(ctx, db.d.q(`SELECT id, state FROM work_items WHERE environment_id = ? AND (
-				(state = ? AND (claimed_at IS NULL OR claimed_at < ?))
-				OR (state IN (?, ?, ?) AND lease_expires_at IS NOT NULL AND lease_expires_at < ?)
-				OR (state = ? AND lease_expires_at IS NULL AND acknowledged_at < ? - lease_ttl * 1000000))
-			ORDER BY n LIMIT 1`+db.d.forUpdate),
+		err := tx.QueryRowContext(ctx, db.d.q(qPoll+db.d.forUpdate),
 			in.EnvironmentID, store.WorkQueued, reclaim,
 			store.WorkStarting, store.WorkActive, store.WorkStopping, now,
 			store.WorkStarting, now).Scan(&id, &state)
@@ -288,7 +284,7 @@ func (db *DB) UpdateWorkMetadata(ctx context.Context, envID, workID string, patc
 
 // ListWork lists an environment's items newest first.
 func (db *DB) ListWork(ctx context.Context, envID string, limit int, page string) (store.Page[store.Work], error) {
-	return listNewestFirst(ctx, db, `SELECT `+workColumns+` FROM work_items WHERE n < ? AND environment_id = ?`, limit, page, func(r rowScanner) (store.Work, int64, error) {
+	return listNewestFirst(ctx, db, qListWork, limit, page, func(r rowScanner) (store.Work, int64, error) {
 		w, n, err := scanWork(r)
 		if err != nil {
 			return store.Work{}, 0, err
