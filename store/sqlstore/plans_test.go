@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,31 +148,73 @@ func onlyColumn(cols []string, scope string) bool {
 
 // TestPlansPostgres is TestPlansSQLite on PostgreSQL, with seq scans off
 // so that tables this small show the index the planner would pick at
-// scale.
+// scale. Each query is planned twice: for its arguments (a custom plan)
+// and for any arguments (the generic plan, which PostgreSQL may cache for
+// a prepared statement after five runs, as pgx prepares every query: the
+// old path check, fine in a custom plan, was a walk of the whole store in
+// the generic one, 82 creates/s at 30,000 memories).
 func TestPlansPostgres(t *testing.T) {
 	db := planDB(t, sqltest.Postgres(t))
 	for _, c := range planCases(db.d) {
-		t.Run(c.name, func(t *testing.T) {
-			tx, err := db.sql.BeginTx(t.Context(), nil)
-			if err != nil {
-				t.Fatal(err)
+		for _, generic := range []bool{false, true} {
+			name := c.name + "/custom"
+			if generic {
+				name = c.name + "/generic"
 			}
-			defer tx.Rollback() //nolint:errcheck
-			if _, err := tx.ExecContext(t.Context(), "SET LOCAL enable_seqscan = off"); err != nil {
-				t.Fatal(err)
+			t.Run(name, func(t *testing.T) { checkPGPlan(t, db, c, generic) })
+		}
+	}
+}
+
+var pgParam = regexp.MustCompile(`\$(\d+)`)
+
+func checkPGPlan(t *testing.T, db *DB, c planCase, generic bool) {
+	ctx := t.Context()
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	q := db.d.q(c.q)
+	var js string
+	if !generic {
+		err = tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+q, c.args...).Scan(&js)
+	} else {
+		// A prepared statement outlives the transaction: deallocated
+		// here, on the connection that prepared it.
+		n := 0
+		for _, m := range pgParam.FindAllStringSubmatch(q, -1) {
+			if k, _ := strconv.Atoi(m[1]); k > n {
+				n = k
 			}
-			var js string
-			if err := tx.QueryRowContext(t.Context(), "EXPLAIN (FORMAT JSON) "+db.d.q(c.q), c.args...).Scan(&js); err != nil {
-				t.Fatal(err)
-			}
-			var plans []struct{ Plan pgNode }
-			if err := json.Unmarshal([]byte(js), &plans); err != nil {
-				t.Fatal(err)
-			}
-			for _, bad := range pgUnbounded(&plans[0].Plan, c.walk, c.pgWalkAll) {
-				t.Errorf("%s\nplan:\n%s", bad, plans[0].Plan.String(1))
-			}
-		})
+		}
+		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ")
+		if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "PREPARE plan_check AS "+q); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.ExecContext(context.Background(), "DEALLOCATE plan_check") //nolint:errcheck
+		err = tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) EXECUTE plan_check ("+nulls+")").Scan(&js)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct{ Plan pgNode }
+	if err := json.Unmarshal([]byte(js), &plans); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range pgUnbounded(&plans[0].Plan, c.walk, c.pgWalkAll) {
+		t.Errorf("%s\nplan:\n%s", bad, plans[0].Plan.String(1))
 	}
 }
 
@@ -263,21 +306,22 @@ func planDB(t *testing.T, dsn string) *DB {
 		}
 	}
 	if db.d.name == "postgres" {
-		// A store of 10,000 rows beside 99 small ones, an environment of mostly
-		// stopped work, and statistics as autovacuum would gather them:
-		// on tables of three rows every index costs the same, and the
-		// planner's choice says nothing about a large store. (With one
-		// store, PostgreSQL rightly pages versions by walking the primary
-		// key: every row it reads is the store's.)
+		// One store of 30,000 memories (the shape issue 13 measured:
+		// with it the old path check's generic plan walks the whole
+		// store, with 95% it does not), versions and changes of a large
+		// store beside 99 small ones, an environment of mostly stopped
+		// work, and statistics as autovacuum would gather them: on tables
+		// of three rows every index costs the same, and the planner's
+		// choice says nothing about a large store.
 		for _, q := range []string{
 			`INSERT INTO memory_stores (id, name, description, metadata, created_at, updated_at)
 				SELECT CASE WHEN i = 0 THEN 'memstore_x' ELSE 'memstore_' || i END, 'x', '', '{}', 0, 0 FROM generate_series(0, 99) i`,
 			`INSERT INTO memories (id, store_id, path, content, sha, size, version_id, created_at, updated_at)
-				SELECT 'mem_' || i, CASE WHEN i % 2 = 0 THEN 'memstore_x' ELSE 'memstore_' || (1 + i % 99) END, '/d' || (i % 50) || '/f' || i, '', '', 0, 'ver_' || i, 0, 0 FROM generate_series(1, 20000) i`,
+				SELECT 'mem_' || i, 'memstore_x', '/d' || (i % 50) || '/f' || i, '', '', 0, 'ver_' || i, 0, 0 FROM generate_series(1, 30000) i`,
 			`INSERT INTO memory_versions (id, store_id, memory_id, operation, path, created_at, actor_type, actor_id)
-				SELECT 'ver_' || i, CASE WHEN i % 2 = 0 THEN 'memstore_x' ELSE 'memstore_' || (1 + i % 99) END, 'mem_' || (i % 2500), 'created', '/p', 0, 'api', 'k' FROM generate_series(1, 20000) i`,
+				SELECT 'ver_' || i, CASE WHEN i % 20 <> 0 THEN 'memstore_x' ELSE 'memstore_' || (1 + i % 99) END, 'mem_' || (i % 2500), 'created', '/p', 0, 'api', 'k' FROM generate_series(1, 20000) i`,
 			`INSERT INTO memory_changes (store_id, seq, operation, memory_id, version_id, actor_type, actor_id, created_at)
-				SELECT CASE WHEN i % 2 = 0 THEN 'memstore_x' ELSE 'memstore_' || (1 + i % 99) END, i, 'created', 'mem_' || i, 'ver_' || i, 'api', 'k', i FROM generate_series(1, 20000) i`,
+				SELECT CASE WHEN i % 20 <> 0 THEN 'memstore_x' ELSE 'memstore_' || (1 + i % 99) END, i, 'created', 'mem_' || i, 'ver_' || i, 'api', 'k', i FROM generate_series(1, 20000) i`,
 			`INSERT INTO environments (id, name, metadata, config, scope, created_at, updated_at) VALUES ('env_1', 'e', '{}', '{}', 'x', 0, 0)`,
 			`INSERT INTO work_items (id, environment_id, data_type, data_id, state, metadata, created_at)
 				SELECT 'work_' || i, 'env_1', 'session', 'sesn_' || i, CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'stopped' END, '{}', 0 FROM generate_series(1, 20000) i`,
