@@ -94,7 +94,8 @@
 //	memory_changes_version (store_id, version_id), migration 5
 //	    qRedactChange
 //	memory_changes_time (created_at)
-//	    PruneChanges' DELETE (a range of old rows, all of which it deletes)
+//	    qPruneMark and qPruneDelete: the range of rows older than the
+//	    cutoff, all of which the prune drops
 //	memory_versions_memory (store_id, memory_id, n)
 //	    a version listing of one memory, newest first
 //	memory_versions_store (store_id, n)
@@ -107,12 +108,13 @@
 //	work_items_env (environment_id, state, n)
 //	    qPoll: a seek per live state (queued, starting, active, stopping),
 //	    so a poll reads the environment's live items, never its stopped
-//	    history
+//	    history; qWorkStats: the queued ones
 //	work_items_env_n (environment_id, n), migration 5
 //	    qListWork, newest first, stopped by LIMIT
 //	work_items_data (data_id)
 //	    a session's work item; session_events PRIMARY KEY (session_id, seq)
-//	    qEventsAfter and the event listings; sessions, environments and
+//	    qEventsAfter and the event listings (qEventsSelect); sessions,
+//	    environments and
 //	    memory_stores are read by their unique id, and listed newest
 //	    first by their primary key n
 //

@@ -171,7 +171,7 @@ func (db *DB) ListEvents(ctx context.Context, sessionID string, opts store.ListE
 		order = "DESC"
 	}
 	args = append(args, limit+1)
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+eventColumns+` FROM session_events WHERE `+where.String()+` ORDER BY seq `+order+` LIMIT ?`), args...)
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qEventsSelect+where.String()+` ORDER BY seq `+order+` LIMIT ?`), args...)
 	if err != nil {
 		return page, mapErr(err)
 	}

@@ -109,3 +109,33 @@ const qListWork = `SELECT ` + workColumns + ` FROM work_items WHERE n < ? AND en
 // range of the primary key (session_id, seq). Args: session, after, head,
 // limit.
 const qEventsAfter = `SELECT ` + eventColumns + ` FROM session_events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`
+
+// qEventsSelect frames an event listing: session_id = ? and optional
+// bounds on seq, types and time, then ORDER BY seq ASC or DESC LIMIT ?, a
+// range of the primary key (session_id, seq) stopped by LIMIT. Filters on
+// type or time are applied to the rows walked.
+const qEventsSelect = `SELECT ` + eventColumns + ` FROM session_events WHERE `
+
+// qWorkStats counts an environment's queued items: a seek of
+// work_items_env (environment_id, state) reading the queued ones only.
+// Args: reclaim, reclaim, environment, queued.
+const qWorkStats = `SELECT
+		COALESCE(SUM(CASE WHEN claimed_at IS NULL OR claimed_at < ? THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN claimed_at >= ? THEN 1 ELSE 0 END), 0),
+		MIN(created_at)
+	FROM work_items WHERE environment_id = ? AND state = ?`
+
+// qPruneMark records, per store, the highest seq a prune drops. It reads
+// the rows older than the cutoff through memory_changes_time (created_at),
+// the rows qPruneDelete then deletes, so a prune costs what it drops; a
+// subquery per store, as it was, read each store's whole feed through the
+// primary key. Grouping by store_id || ” (the same groups) keeps SQLite
+// from reading the whole primary key, in store_id order, to group without
+// a sort. Args: cutoff.
+const qPruneMark = `UPDATE memory_stores SET pruned_seq = old.seq
+	FROM (SELECT store_id || '' AS store_id, MAX(seq) AS seq FROM memory_changes WHERE created_at < ? GROUP BY store_id || '') old
+	WHERE memory_stores.id = old.store_id`
+
+// qPruneDelete drops the feed rows older than the cutoff, a range of
+// memory_changes_time. Args: cutoff.
+const qPruneDelete = `DELETE FROM memory_changes WHERE created_at < ?`

@@ -64,6 +64,10 @@ func planCases(d *dialect) []planCase {
 		{name: "RedactChange", q: qRedactChange, args: []any{s, "ver_1"}},
 		{name: "Poll", q: qPoll + d.forUpdate, args: []any{"env_1", store.WorkQueued, int64(1), store.WorkStarting, store.WorkActive, store.WorkStopping, int64(2), store.WorkStarting, int64(2)}},
 		{name: "ListWork", q: qListWork + ` ORDER BY n DESC LIMIT ?`, args: []any{int64(1) << 62, "env_1", 101}, walk: true},
+		{name: "EventsPage", q: qEventsSelect + `session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, args: []any{"sesn_1", int64(50), 101}, walk: true},
+		{name: "WorkStats", q: qWorkStats, args: []any{int64(1), int64(1), "env_1", store.WorkQueued}},
+		{name: "PruneMark", q: qPruneMark, args: []any{int64(100)}},
+		{name: "PruneDelete", q: qPruneDelete, args: []any{int64(100)}},
 		{name: "EventsAfter", q: qEventsAfter, args: []any{"sesn_1", int64(0), int64(9), 101}, walk: true},
 		{name: "PGCreate", pg: true, q: pgCreate, args: []any{s, "mem_2", "ver_2", p, []byte("c"), "sha", int64(1), int64(1), "api", "key", int64(10), p + "/", subtreeEnd(p), anc}},
 	}

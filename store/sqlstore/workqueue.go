@@ -304,11 +304,7 @@ func (db *DB) WorkStats(ctx context.Context, envID string) (*store.WorkQueueStat
 	reclaim := now - store.DefaultReclaimAfter.Microseconds()
 	st := &store.WorkQueueStats{Type: store.TypeWorkQueueStats}
 	var oldest sql.NullInt64
-	err := db.sql.QueryRowContext(ctx, db.d.q(`SELECT
-			COALESCE(SUM(CASE WHEN claimed_at IS NULL OR claimed_at < ? THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN claimed_at >= ? THEN 1 ELSE 0 END), 0),
-			MIN(created_at)
-		FROM work_items WHERE environment_id = ? AND state = ?`), reclaim, reclaim, envID, store.WorkQueued).Scan(&st.Depth, &st.Pending, &oldest)
+	err := db.sql.QueryRowContext(ctx, db.d.q(qWorkStats), reclaim, reclaim, envID, store.WorkQueued).Scan(&st.Depth, &st.Pending, &oldest)
 	if err != nil {
 		return nil, mapErr(err)
 	}
