@@ -112,11 +112,12 @@
 //	work_items_env_n (environment_id, n), migration 5
 //	    qListWork, newest first, stopped by LIMIT
 //	work_items_data (data_id)
-//	    a session's work item; session_events PRIMARY KEY (session_id, seq)
-//	    qEventsAfter and the event listings (qEventsSelect); sessions,
-//	    environments and
-//	    memory_stores are read by their unique id, and listed newest
-//	    first by their primary key n
+//	    a session's work item
+//	session_events PRIMARY KEY (session_id, seq)
+//	    qEventsAfter and the event listings (qEventsSelect)
+//	sessions, environments, memory_stores
+//	    read by their unique id, listed newest first by their primary
+//	    key n
 //
 // # Change feed wake-ups
 //
