@@ -115,6 +115,9 @@
 //	    a session's work item
 //	session_events PRIMARY KEY (session_id, seq)
 //	    qEventsAfter and the event listings (qEventsSelect)
+//	api_keys_scope (kind, scope_id), migration 5
+//	    qRevokeScopeKeys (a claim revokes its item's earlier tokens),
+//	    qCountKeys; a key is found by its UNIQUE hash
 //	sessions, environments, memory_stores
 //	    read by their unique id, listed newest first by their primary
 //	    key n

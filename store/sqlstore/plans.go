@@ -139,3 +139,12 @@ const qPruneMark = `UPDATE memory_stores SET pruned_seq = old.seq
 // qPruneDelete drops the feed rows older than the cutoff, a range of
 // memory_changes_time. Args: cutoff.
 const qPruneDelete = `DELETE FROM memory_changes WHERE created_at < ?`
+
+// qRevokeScopeKeys deletes the keys of a kind and scope (a claim revokes
+// its work item's earlier session tokens): a seek of api_keys_scope
+// (kind, scope_id). Args: kind, scope.
+const qRevokeScopeKeys = `DELETE FROM api_keys WHERE kind = ? AND scope_id = ?`
+
+// qCountKeys counts the keys of a kind (the admin keys, at start-up): the
+// range of api_keys_scope that it counts. Args: kind.
+const qCountKeys = `SELECT COUNT(*) FROM api_keys WHERE kind = ?`

@@ -36,6 +36,7 @@ var scopeColumn = map[string]string{
 	"memory_changes":  "store_id",
 	"work_items":      "environment_id",
 	"session_events":  "session_id",
+	"api_keys":        "kind",
 }
 
 func planCases(d *dialect) []planCase {
@@ -66,6 +67,8 @@ func planCases(d *dialect) []planCase {
 		{name: "ListWork", q: qListWork + ` ORDER BY n DESC LIMIT ?`, args: []any{int64(1) << 62, "env_1", 101}, walk: true},
 		{name: "EventsPage", q: qEventsSelect + `session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, args: []any{"sesn_1", int64(50), 101}, walk: true},
 		{name: "WorkStats", q: qWorkStats, args: []any{int64(1), int64(1), "env_1", store.WorkQueued}},
+		{name: "RevokeScopeKeys", q: qRevokeScopeKeys, args: []any{store.KeyKindSession, "work_1"}},
+		{name: "CountKeys", q: qCountKeys, args: []any{store.KeyKindAdmin}, walk: true},
 		{name: "PruneMark", q: qPruneMark, args: []any{int64(100)}},
 		{name: "PruneDelete", q: qPruneDelete, args: []any{int64(100)}},
 		{name: "EventsAfter", q: qEventsAfter, args: []any{"sesn_1", int64(0), int64(9), 101}, walk: true},

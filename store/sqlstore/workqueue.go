@@ -104,7 +104,7 @@ func (db *DB) Poll(ctx context.Context, in store.PollInput) (*store.Work, error)
 		if in.TokenHash != nil {
 			// A claim revokes the tokens of earlier claims: a worker whose
 			// lease lapsed must not keep writing beside the new one.
-			if _, err := tx.ExecContext(ctx, db.d.q(`DELETE FROM api_keys WHERE kind = ? AND scope_id = ?`), store.KeyKindSession, id); err != nil {
+			if _, err := tx.ExecContext(ctx, db.d.q(qRevokeScopeKeys), store.KeyKindSession, id); err != nil {
 				return mapErr(err)
 			}
 			if _, err := db.insertKey(ctx, tx, store.KeyKindSession, id, in.TokenHash); err != nil {
