@@ -38,7 +38,7 @@ func (db *DB) Changes(ctx context.Context, storeID string, after int64, limit in
 		limit = MaxChangesLimit
 	}
 	page.NextCursor = after
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT seq, operation, memory_id, path, previous_path, sha, size, version_id, actor_type, actor_id FROM memory_changes WHERE store_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qFeedPage),
 		storeID, after, limit+1)
 	if err != nil {
 		return page, mapErr(err)
@@ -81,11 +81,10 @@ func (db *DB) PruneChanges(ctx context.Context, cutoff time.Time) (int64, error)
 	var n int64
 	err := db.writeTx(ctx, "", func(tx *sql.Tx, _ *lockedStore) error {
 		c := cutoff.UnixMicro()
-		if _, err := tx.ExecContext(ctx, db.d.q(`UPDATE memory_stores SET pruned_seq = (SELECT MAX(seq) FROM memory_changes WHERE memory_changes.store_id = memory_stores.id AND created_at < ?)
-			WHERE EXISTS (SELECT 1 FROM memory_changes WHERE memory_changes.store_id = memory_stores.id AND created_at < ?)`), c, c); err != nil {
+		if _, err := tx.ExecContext(ctx, db.d.q(qPruneMark), c); err != nil {
 			return mapErr(err)
 		}
-		res, err := tx.ExecContext(ctx, db.d.q(`DELETE FROM memory_changes WHERE created_at < ?`), c)
+		res, err := tx.ExecContext(ctx, db.d.q(qPruneDelete), c)
 		if err != nil {
 			return mapErr(err)
 		}

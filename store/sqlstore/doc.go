@@ -72,6 +72,56 @@
 // numbered, applied in order in their own transactions, and recorded in
 // schema_migrations; a fresh database migrates itself on Open.
 //
+// # Indexes
+//
+// Every query costs O(log n) in its index, or O(page) for a listing,
+// whatever the size of the store (issue 13); plans_test.go asks both
+// databases for the plan of each query named in plans.go and fails on a
+// scan, or a seek on store_id (environment_id, session_id) alone, that a
+// LIMIT does not stop. Which index serves which query:
+//
+//	memories UNIQUE (store_id, path)
+//	    qPathTaken: a seek of the path, and of the first row of
+//	    [p+"/", subtreeEnd(p)); qPathAncestor: one seek per ancestor;
+//	    pgCreate's hit CTE: the same three; qListPage, qListMore: a
+//	    range walked in path order, stopped by LIMIT
+//	memories PRIMARY KEY (id)
+//	    qGetMemory, qUpdateMemory, qDeleteMemory (and the read before an
+//	    update or delete, which is qGetMemory)
+//	memory_changes PRIMARY KEY (store_id, seq)
+//	    qFeedPage (a range after the cursor, stopped by LIMIT); pgCreate's
+//	    read of the last change's time (a seek)
+//	memory_changes_version (store_id, version_id), migration 5
+//	    qRedactChange
+//	memory_changes_time (created_at)
+//	    qPruneMark and qPruneDelete: the range of rows older than the
+//	    cutoff, all of which the prune drops
+//	memory_versions_memory (store_id, memory_id, n)
+//	    a version listing of one memory, newest first
+//	memory_versions_store (store_id, n)
+//	    a version listing of a store, newest first (PostgreSQL may walk
+//	    the primary key n instead when the store holds much of the table:
+//	    the statistics decide); filters on operation, actor or time are
+//	    applied to the rows walked, so a rare match reads further
+//	memory_versions UNIQUE (id)
+//	    qGetVersion
+//	work_items_env (environment_id, state, n)
+//	    qPoll: a seek per live state (queued, starting, active, stopping),
+//	    so a poll reads the environment's live items, never its stopped
+//	    history; qWorkStats: the queued ones
+//	work_items_env_n (environment_id, n), migration 5
+//	    qListWork, newest first, stopped by LIMIT
+//	work_items_data (data_id)
+//	    a session's work item
+//	session_events PRIMARY KEY (session_id, seq)
+//	    qEventsAfter and the event listings (qEventsSelect)
+//	api_keys_scope (kind, scope_id), migration 5
+//	    qRevokeScopeKeys (a claim revokes its item's earlier tokens),
+//	    qCountKeys; a key is found by its UNIQUE hash
+//	sessions, environments, memory_stores
+//	    read by their unique id, listed newest first by their primary
+//	    key n
+//
 // # Change feed wake-ups
 //
 // A commit wakes local long polls directly. On PostgreSQL the transaction

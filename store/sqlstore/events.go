@@ -171,7 +171,7 @@ func (db *DB) ListEvents(ctx context.Context, sessionID string, opts store.ListE
 		order = "DESC"
 	}
 	args = append(args, limit+1)
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+eventColumns+` FROM session_events WHERE `+where.String()+` ORDER BY seq `+order+` LIMIT ?`), args...)
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qEventsSelect+where.String()+` ORDER BY seq `+order+` LIMIT ?`), args...)
 	if err != nil {
 		return page, mapErr(err)
 	}
@@ -221,7 +221,7 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, after int64, li
 	if limit <= 0 || after >= tail.Head {
 		return tail, nil
 	}
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+eventColumns+` FROM session_events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`),
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qEventsAfter),
 		sessionID, after, tail.Head, limit)
 	if err != nil {
 		return tail, mapErr(err)

@@ -36,7 +36,7 @@ func (db *DB) LookupAPIKey(ctx context.Context, hash []byte) (*store.APIKey, err
 // CountAPIKeys counts keys of a kind.
 func (db *DB) CountAPIKeys(ctx context.Context, kind string) (int, error) {
 	var n int
-	err := db.sql.QueryRowContext(ctx, db.d.q(`SELECT COUNT(*) FROM api_keys WHERE kind = ?`), kind).Scan(&n)
+	err := db.sql.QueryRowContext(ctx, db.d.q(qCountKeys), kind).Scan(&n)
 	return n, mapErr(err)
 }
 

@@ -51,7 +51,7 @@ func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListM
 			op = ">"
 		}
 		want := limit - len(page.Data) + 1
-		rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+cols+` FROM memories WHERE store_id = ? AND path `+op+` ? AND path < ? ORDER BY path LIMIT ?`),
+		rows, err := db.sql.QueryContext(ctx, db.d.q(qListPage(cols, op)),
 			storeID, bound, end, want)
 		if err != nil {
 			return store.Page[store.MemoryListItem]{}, mapErr(err)
@@ -103,7 +103,7 @@ func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListM
 	// full page answered as the last one tells the client the store ends
 	// here, and a sync client drops what it did not see.
 	var one int
-	err = db.sql.QueryRowContext(ctx, db.d.q(`SELECT 1 FROM memories WHERE store_id = ? AND path `+op+` ? AND path < ? LIMIT 1`), storeID, bound, end).Scan(&one)
+	err = db.sql.QueryRowContext(ctx, db.d.q(qListMore(op)), storeID, bound, end).Scan(&one)
 	switch {
 	case err == nil:
 		page.NextPage = encodeToken(pageToken{K: bound, X: exclusive})

@@ -39,8 +39,7 @@ func subtreeEnd(dir string) string { return dir + "0" }
 func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID string) error {
 	var id, other string
 	// p itself, or a memory below p (p would be a directory).
-	err := tx.QueryRowContext(ctx, db.d.q(`SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND (path = ? OR (path >= ? AND path < ?)) ORDER BY path LIMIT 1`),
-		storeID, selfID, p, p+"/", subtreeEnd(p)).Scan(&id, &other)
+	err := tx.QueryRowContext(ctx, db.d.q(qPathTaken), pathTakenArgs(storeID, p, selfID)...).Scan(&id, &other)
 	if err == nil {
 		return store.PathConflict(p, id, other)
 	}
@@ -56,8 +55,7 @@ func (db *DB) checkPathFree(ctx context.Context, tx *sql.Tx, storeID, p, selfID 
 	for _, a := range anc {
 		args = append(args, a)
 	}
-	q := `SELECT id, path FROM memories WHERE store_id = ? AND id <> ? AND path IN (?` + strings.Repeat(", ?", len(anc)-1) + `) LIMIT 1`
-	err = tx.QueryRowContext(ctx, db.d.q(q), args...).Scan(&id, &other)
+	err = tx.QueryRowContext(ctx, db.d.q(qPathAncestor(len(anc))), args...).Scan(&id, &other)
 	if err == nil {
 		return store.PathConflict(p, id, other)
 	}
@@ -227,7 +225,7 @@ func (db *DB) createIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *crea
 
 // GetMemory reads a memory with its content.
 func (db *DB) GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error) {
-	m, err := scanMemory(db.sql.QueryRowContext(ctx, db.d.q(`SELECT `+memoryColumns+` FROM memories WHERE store_id = ? AND id = ?`), storeID, memoryID), true)
+	m, err := scanMemory(db.sql.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), true)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, serr := db.GetStore(ctx, storeID); serr != nil {
 			return nil, serr
@@ -245,7 +243,7 @@ func preconditionFailed(memoryID, want, have string) error {
 // UpdateMemory changes content and/or path under an optional precondition.
 func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error) {
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(`SELECT `+memoryColumns+` FROM memories WHERE store_id = ? AND id = ?`), storeID, memoryID), true)
+		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), true)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFoundMemory(memoryID)
 		}
@@ -280,7 +278,7 @@ func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in sto
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, db.d.q(`UPDATE memories SET version_id = ?, path = ?, content = ?, sha = ?, size = ?, updated_at = ? WHERE id = ?`),
+		_, err = tx.ExecContext(ctx, db.d.q(qUpdateMemory),
 			vid, newPath, db.d.text(newContent), store.SHA256Hex(newContent), len(newContent), now, memoryID)
 		return mapErr(err)
 	})
@@ -293,7 +291,7 @@ func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in sto
 // DeleteMemory deletes a memory under an optional precondition.
 func (db *DB) DeleteMemory(ctx context.Context, storeID, memoryID string, in store.DeleteMemoryInput) error {
 	return db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(`SELECT `+memoryColumns+` FROM memories WHERE store_id = ? AND id = ?`), storeID, memoryID), false)
+		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), false)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFoundMemory(memoryID)
 		}
@@ -309,7 +307,7 @@ func (db *DB) DeleteMemory(ctx context.Context, storeID, memoryID string, in sto
 			return err
 		}
 		st.memoryCount--
-		_, err = tx.ExecContext(ctx, db.d.q(`DELETE FROM memories WHERE id = ?`), memoryID)
+		_, err = tx.ExecContext(ctx, db.d.q(qDeleteMemory), memoryID)
 		return mapErr(err)
 	})
 }

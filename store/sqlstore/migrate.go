@@ -168,14 +168,26 @@ CREATE TABLE session_events (
 );
 `
 
+// schemaV5 adds the indexes three queries lacked (issue 13; doc.go,
+// "Indexes"): a version's feed row, which redaction wipes, was found by
+// reading every feed row of its store; an environment's work listing
+// sorted all of the environment's items to return one page; and a claim
+// revoked its work item's earlier tokens by reading every key (session
+// tokens, one a claim, included).
+const schemaV5 = `
+CREATE INDEX memory_changes_version ON memory_changes (store_id, version_id);
+CREATE INDEX work_items_env_n ON work_items (environment_id, n);
+CREATE INDEX api_keys_scope ON api_keys (kind, scope_id);
+`
+
 func sqliteMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{BLOB}", "BLOB", "{PATH}", "TEXT")
-	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3), schemaV4}
+	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3), schemaV4, schemaV5}
 }
 
 func postgresMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "BIGSERIAL PRIMARY KEY", "{BLOB}", "BYTEA", "{PATH}", `TEXT COLLATE "C"`)
-	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3), schemaV4}
+	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3), schemaV4, schemaV5}
 }
 
 // migrate applies every migration not yet recorded, each in its own

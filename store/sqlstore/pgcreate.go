@@ -24,8 +24,9 @@ import (
 const pgLockStore = `SELECT 1 FROM memory_stores WHERE id = $1 FOR UPDATE`
 
 // pgCreate checks and writes a create in one statement: the store's state,
-// the first memory in its way (the path itself or a memory below it first,
-// then one at an ancestor, as checkPathFree reports them), and, only when
+// the first memory in its way (the path itself, else the first memory
+// below it, else one at an ancestor, as checkPathFree reports them; each
+// a seek of UNIQUE (store_id, path), as in qPathTaken), and, only when
 // nothing refuses it, the version row, the change-feed row numbered
 // last_seq + 1, the memory, the store's counters and the NOTIFY. Its
 // timestamp is now, or the store's last change's if that is later: now
@@ -42,9 +43,11 @@ const pgCreate = `WITH st AS (
 	SELECT last_seq, memory_count, archived_at IS NOT NULL AS archived FROM memory_stores WHERE id = $1
 ), hit AS (
 	SELECT id, path FROM (
-		(SELECT id, path, 0 AS k FROM memories WHERE store_id = $1 AND (path = $4 OR (path >= $12 AND path < $13)) ORDER BY path LIMIT 1)
+		(SELECT id, path, 0 AS k FROM memories WHERE store_id = $1 AND path = $4)
 		UNION ALL
-		(SELECT id, path, 1 AS k FROM memories WHERE store_id = $1 AND path = ANY($14::text[]) LIMIT 1)
+		(SELECT id, path, 1 AS k FROM memories WHERE store_id = $1 AND path >= $12 AND path < $13 ORDER BY path LIMIT 1)
+		UNION ALL
+		(SELECT id, path, 2 AS k FROM memories WHERE store_id = $1 AND path = ANY($14::text[]) LIMIT 1)
 	) h ORDER BY k LIMIT 1
 ), ok AS (
 	SELECT last_seq + 1 AS seq,

@@ -90,7 +90,7 @@ func (db *DB) ListVersions(ctx context.Context, storeID string, opts store.ListV
 		add("created_at <= ?", opts.CreatedLTE.UnixMicro())
 	}
 	args = append(args, limit+1)
-	rows, err := db.sql.QueryContext(ctx, db.d.q(`SELECT `+versionColumns+` FROM memory_versions WHERE `+strings.Join(where, " AND ")+` ORDER BY n DESC LIMIT ?`), args...)
+	rows, err := db.sql.QueryContext(ctx, db.d.q(qVersionsSelect+strings.Join(where, " AND ")+qVersionsOrder), args...)
 	if err != nil {
 		return page, mapErr(err)
 	}
@@ -113,7 +113,7 @@ func (db *DB) ListVersions(ctx context.Context, storeID string, opts store.ListV
 
 // GetVersion reads one version with its content.
 func (db *DB) GetVersion(ctx context.Context, storeID, versionID string) (*store.Version, error) {
-	v, _, err := scanVersion(db.sql.QueryRowContext(ctx, db.d.q(`SELECT `+versionColumns+` FROM memory_versions WHERE store_id = ? AND id = ?`), storeID, versionID), true)
+	v, _, err := scanVersion(db.sql.QueryRowContext(ctx, db.d.q(qGetVersion), storeID, versionID), true)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, serr := db.GetStore(ctx, storeID); serr != nil {
 			return nil, serr
@@ -127,7 +127,7 @@ func (db *DB) GetVersion(ctx context.Context, storeID, versionID string) (*store
 // fields of its change-feed row. Redacting twice is a no-op.
 func (db *DB) RedactVersion(ctx context.Context, storeID, versionID string, by store.Actor) (*store.Version, error) {
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, _ *lockedStore) error {
-		v, _, err := scanVersion(tx.QueryRowContext(ctx, db.d.q(`SELECT `+versionColumns+` FROM memory_versions WHERE store_id = ? AND id = ?`), storeID, versionID), false)
+		v, _, err := scanVersion(tx.QueryRowContext(ctx, db.d.q(qGetVersion), storeID, versionID), false)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.Errorf(store.ErrNotFound, "memory version %s not found", versionID)
 		}
@@ -154,7 +154,7 @@ func (db *DB) RedactVersion(ctx context.Context, storeID, versionID string, by s
 			db.now(), by.Type, byID, versionID); err != nil {
 			return mapErr(err)
 		}
-		_, err = tx.ExecContext(ctx, db.d.q(`UPDATE memory_changes SET path = NULL, previous_path = NULL, sha = NULL, size = NULL WHERE store_id = ? AND version_id = ?`), storeID, versionID)
+		_, err = tx.ExecContext(ctx, db.d.q(qRedactChange), storeID, versionID)
 		return mapErr(err)
 	})
 	if err != nil {

@@ -84,11 +84,7 @@ func (db *DB) Poll(ctx context.Context, in store.PollInput) (*store.Work, error)
 		}
 		reclaim := now - in.ReclaimAfter.Microseconds()
 		var state string
-		err := tx.QueryRowContext(ctx, db.d.q(`SELECT id, state FROM work_items WHERE environment_id = ? AND (
-				(state = ? AND (claimed_at IS NULL OR claimed_at < ?))
-				OR (state IN (?, ?, ?) AND lease_expires_at IS NOT NULL AND lease_expires_at < ?)
-				OR (state = ? AND lease_expires_at IS NULL AND acknowledged_at < ? - lease_ttl * 1000000))
-			ORDER BY n LIMIT 1`+db.d.forUpdate),
+		err := tx.QueryRowContext(ctx, db.d.q(qPoll+db.d.forUpdate),
 			in.EnvironmentID, store.WorkQueued, reclaim,
 			store.WorkStarting, store.WorkActive, store.WorkStopping, now,
 			store.WorkStarting, now).Scan(&id, &state)
@@ -108,7 +104,7 @@ func (db *DB) Poll(ctx context.Context, in store.PollInput) (*store.Work, error)
 		if in.TokenHash != nil {
 			// A claim revokes the tokens of earlier claims: a worker whose
 			// lease lapsed must not keep writing beside the new one.
-			if _, err := tx.ExecContext(ctx, db.d.q(`DELETE FROM api_keys WHERE kind = ? AND scope_id = ?`), store.KeyKindSession, id); err != nil {
+			if _, err := tx.ExecContext(ctx, db.d.q(qRevokeScopeKeys), store.KeyKindSession, id); err != nil {
 				return mapErr(err)
 			}
 			if _, err := db.insertKey(ctx, tx, store.KeyKindSession, id, in.TokenHash); err != nil {
@@ -288,7 +284,7 @@ func (db *DB) UpdateWorkMetadata(ctx context.Context, envID, workID string, patc
 
 // ListWork lists an environment's items newest first.
 func (db *DB) ListWork(ctx context.Context, envID string, limit int, page string) (store.Page[store.Work], error) {
-	return listNewestFirst(ctx, db, `SELECT `+workColumns+` FROM work_items WHERE n < ? AND environment_id = ?`, limit, page, func(r rowScanner) (store.Work, int64, error) {
+	return listNewestFirst(ctx, db, qListWork, limit, page, func(r rowScanner) (store.Work, int64, error) {
 		w, n, err := scanWork(r)
 		if err != nil {
 			return store.Work{}, 0, err
@@ -308,11 +304,7 @@ func (db *DB) WorkStats(ctx context.Context, envID string) (*store.WorkQueueStat
 	reclaim := now - store.DefaultReclaimAfter.Microseconds()
 	st := &store.WorkQueueStats{Type: store.TypeWorkQueueStats}
 	var oldest sql.NullInt64
-	err := db.sql.QueryRowContext(ctx, db.d.q(`SELECT
-			COALESCE(SUM(CASE WHEN claimed_at IS NULL OR claimed_at < ? THEN 1 ELSE 0 END), 0),
-			COALESCE(SUM(CASE WHEN claimed_at >= ? THEN 1 ELSE 0 END), 0),
-			MIN(created_at)
-		FROM work_items WHERE environment_id = ? AND state = ?`), reclaim, reclaim, envID, store.WorkQueued).Scan(&st.Depth, &st.Pending, &oldest)
+	err := db.sql.QueryRowContext(ctx, db.d.q(qWorkStats), reclaim, reclaim, envID, store.WorkQueued).Scan(&st.Depth, &st.Pending, &oldest)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -5,6 +5,7 @@
 //
 //	go run ./test/bench                 # every measure
 //	go run ./test/bench -only D1        # one measure
+//	go run ./test/bench -only D1 -prefill 30000   # creates into a store of 30,000
 //
 // PostgreSQL measures use MEMFS_BENCH_POSTGRES_URL (or
 // MEMFS_TEST_POSTGRES_URL): a database the benchmark may create scratch
@@ -37,6 +38,9 @@ type config struct {
 	concurrency int
 	n           int
 	pgURL       string
+	// prefill is how many memories D1 writes into each store (straight
+	// into the database) before it measures: creates/s at that size.
+	prefill int
 }
 
 var measures []measure
@@ -50,6 +54,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 5, "repetitions per measure (the median is reported)")
 	flag.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent clients for the store service measures")
 	flag.IntVar(&cfg.n, "n", 2000, "operations per repetition")
+	flag.IntVar(&cfg.prefill, "prefill", 0, "D1: memories already in the store when the creates start (issue 13)")
 	flag.Parse()
 	cfg.pgURL = os.Getenv("MEMFS_BENCH_POSTGRES_URL")
 	if cfg.pgURL == "" {
