@@ -254,7 +254,9 @@ func TestPartialListingDeletesNothing(t *testing.T) {
 	files := map[string]string{"/a.md": "a", "/b.md": "b", "/c/d.md": "d"}
 	e := mgSetup(t, mgWith(files))
 	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
-	e.waitContent() // the background content fetch lists too: the listings counted are the interval's
+	// The background content fetch lists too: the listings counted are
+	// the interval's.
+	e.waitContent()
 	e.proxy.setFault(mgShortListing) // after the mount's own listing
 	loaded := len(e.proxy.requests("list"))
 	eventually(t, "two listings", func() bool { return len(e.proxy.requests("list")) >= loaded+2 })
