@@ -565,7 +565,7 @@ func TestMountReadOnly(t *testing.T) {
 	if sfs.Flags&unix.ST_RDONLY == 0 {
 		t.Errorf("statfs flags %#x: the kernel doesn't mount it read-only", sfs.Flags)
 	}
-	if sfs.Files != store.DefaultMaxMemories || sfs.Ffree != store.DefaultMaxMemories-3 {
+	if sfs.Files != store.MaxMemoriesLimit || sfs.Ffree != store.MaxMemoriesLimit-3 {
 		t.Errorf("statfs files %d free %d", sfs.Files, sfs.Ffree)
 	}
 	if out := m.mustSh(t, "cat "+MarkerName); out != "version 1\n"+mountStoreID {

@@ -78,7 +78,11 @@ type Options struct {
 	ReadOnly bool
 	// Journal receives local changes (required unless ReadOnly).
 	Journal Journal
-	// MaxFiles is the store's memory cap (default store.DefaultMaxMemories).
+	// MaxFiles caps the files of the tree (default store.MaxMemoriesLimit,
+	// the highest cap a store can have: the mount does not know its store's
+	// own cap, which the store enforces at upload, where a refused file
+	// waits in the journal; a lower default would refuse every create in a
+	// store larger than it).
 	MaxFiles int
 	// Owner owns the entries loaded from the store and the root, with
 	// its modes (default: root, 0644 and 0755).
@@ -97,7 +101,7 @@ func (o *Options) Validate() error {
 		return errors.New("fs: a writable tree needs a Journal")
 	}
 	if o.MaxFiles <= 0 {
-		o.MaxFiles = store.DefaultMaxMemories
+		o.MaxFiles = store.MaxMemoriesLimit
 	}
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()

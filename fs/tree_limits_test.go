@@ -296,8 +296,8 @@ func TestTreeMarkerFile(t *testing.T) {
 		t.Errorf("open the marker for reading: %v", err)
 	}
 	tr.Release(a.Ino)
-	if s := tr.StatFS(); s.FilesFree != uint64(store.DefaultMaxMemories-1) {
-		t.Errorf("files free %d, want %d: the marker is not a memory", s.FilesFree, store.DefaultMaxMemories-1)
+	if s := tr.StatFS(); s.FilesFree != uint64(store.MaxMemoriesLimit-1) {
+		t.Errorf("files free %d, want %d: the marker is not a memory", s.FilesFree, store.MaxMemoriesLimit-1)
 	}
 }
 

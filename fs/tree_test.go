@@ -342,8 +342,8 @@ func TestTreeApply(t *testing.T) {
 	if treeFileID(t, tr, "/d/b.md") != "m6" || treeFileID(t, tr, "/moved/a.md") != "m1" {
 		t.Error("file ids not as applied")
 	}
-	if s := tr.StatFS(); s.FilesFree != uint64(store.DefaultMaxMemories-4) {
-		t.Errorf("files free %d, want %d", s.FilesFree, store.DefaultMaxMemories-4)
+	if s := tr.StatFS(); s.FilesFree != uint64(store.MaxMemoriesLimit-4) {
+		t.Errorf("files free %d, want %d", s.FilesFree, store.MaxMemoriesLimit-4)
 	}
 }
 
@@ -431,8 +431,8 @@ func TestTreeLoad(t *testing.T) {
 	if got := treeRead(t, tr, inoOf(t, tr, "/"+MarkerName)); got != "version 1\n"+testStoreID {
 		t.Errorf("marker content %q after loading an impostor", got)
 	}
-	if s := tr.StatFS(); s.FilesFree != uint64(store.DefaultMaxMemories-3) {
-		t.Errorf("files free %d, want %d", s.FilesFree, store.DefaultMaxMemories-3)
+	if s := tr.StatFS(); s.FilesFree != uint64(store.MaxMemoriesLimit-3) {
+		t.Errorf("files free %d, want %d", s.FilesFree, store.MaxMemoriesLimit-3)
 	}
 }
 
@@ -485,8 +485,8 @@ func TestOptionsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := tr.StatFS(); s.Files != store.DefaultMaxMemories {
-		t.Errorf("default MaxFiles %d, want %d", s.Files, store.DefaultMaxMemories)
+	if s := tr.StatFS(); s.Files != store.MaxMemoriesLimit {
+		t.Errorf("default MaxFiles %d, want %d", s.Files, store.MaxMemoriesLimit)
 	}
 }
 

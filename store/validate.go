@@ -25,6 +25,13 @@ const (
 	MaxFullViewListLimit = 20
 )
 
+// MaxMemoriesLimit is the highest memory cap memfs serve accepts
+// (--max-memories-per-store). A mount holds its store's whole tree in
+// memory and lists the store at every start, and 100,000 memories is what
+// was measured to work (README, "Owners, modes and limits"); beyond it
+// nothing was, so it is refused rather than left to fail at a mount.
+const MaxMemoriesLimit = 100000
+
 func invalid(code, format string, args ...any) *Error {
 	return &Error{Kind: ErrInvalid, Code: code, Message: fmt.Sprintf(format, args...)}
 }

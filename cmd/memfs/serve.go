@@ -64,11 +64,21 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
 	c.adminKeyFlag = addKeyFlag(fs, "admin-key", "an admin API key to accept (when none is given or stored, one is generated into <data-dir>/admin.key)", "MEMFS_ADMIN_KEY")
 	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
-	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, "memories one store may hold")
+	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, fmt.Sprintf("memories one store may hold (1 to %d)", store.MaxMemoriesLimit))
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
 	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
 	addLogFlags(fs, &c.logFormat, &c.logLevel)
 	addMetricsFlag(fs, &c.metricsListen)
+}
+
+// checkMaxMemories refuses a cap no store can use: below 1, or above
+// store.MaxMemoriesLimit, the most a mount was measured to handle.
+func checkMaxMemories(n int) error {
+	if n < 1 || n > store.MaxMemoriesLimit {
+		return usagef("--max-memories-per-store must be 1 to %d, not %d (a mount holds its whole store in memory; %d is the most that is measured and supported)",
+			store.MaxMemoriesLimit, n, store.MaxMemoriesLimit)
+	}
+	return nil
 }
 
 // defaultDataDir is /var/lib/memfs as root, else $XDG_DATA_HOME/memfs
@@ -112,6 +122,9 @@ Flags:
 		return err
 	}
 	if c.adminKey, err = c.adminKeyFlag.resolve(os.Getenv); err != nil {
+		return err
+	}
+	if err := checkMaxMemories(c.maxMemories); err != nil {
 		return err
 	}
 	log, err := newLogger(c.logFormat, c.logLevel)
