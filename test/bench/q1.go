@@ -1,27 +1,27 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
-
-	"github.com/sirupsen/logrus"
-
-	"github.com/memfs/memfs/store/server"
-	"github.com/memfs/memfs/store/sqlstore"
 )
 
 func init() {
 	measures = append(measures, measure{id: "Q1", run: benchQ1})
 }
 
-// Q1's shape (issue 13 item 4): serve instances on one PostgreSQL
+// Q1's shape (issue 13 item 4): serve processes on one PostgreSQL
 // database, workers long-polling one environment spread over them, and
 // sessions created through all of them.
 const (
@@ -33,9 +33,9 @@ const (
 
 // benchQ1 measures work-queue claim latency, from a session create's
 // request to the work/poll answer that claims its item, with q1Serves
-// serve instances (each its own sqlstore handle, pool and LISTEN
-// connection, so a wake-up across them goes through PostgreSQL's NOTIFY as
-// between processes) and q1Workers workers polling with block_ms=999.
+// memfs serve processes (built from this checkout) on one scratch
+// database, so a wake-up across them goes through PostgreSQL's NOTIFY,
+// and q1Workers workers polling with block_ms=999.
 // Three runs: paced creates (q1Rate/s) through one serve with every worker
 // on the others (only a cross-process wake-up, or a block running out,
 // answers them), paced creates spread over all serves with workers on all
@@ -44,6 +44,15 @@ const (
 func benchQ1(ctx context.Context, cfg config) ([]row, error) {
 	if cfg.pgURL == "" {
 		return []row{{"Q1", "PostgreSQL", "skipped: set MEMFS_BENCH_POSTGRES_URL", "", "", ""}}, nil
+	}
+	dir, err := os.MkdirTemp("", "memfs-bench-q1-bin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := q1Binary(dir)
+	if err != nil {
+		return nil, err
 	}
 	var rows []row
 	for _, run := range []struct {
@@ -59,7 +68,7 @@ func benchQ1(ctx context.Context, cfg config) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		lat, err := q1Run(ctx, dsn, run.rate, run.cross)
+		lat, err := q1Run(ctx, bin, dsn, run.rate, run.cross)
 		drop()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", run.name, err)
@@ -74,49 +83,90 @@ func benchQ1(ctx context.Context, cfg config) ([]row, error) {
 
 func ms(x float64) string { return fmt.Sprintf("%.1f ms", x) }
 
-// q1Serve is one serve instance: its handle and HTTP listener.
+// q1Serve is one memfs serve process.
 type q1Serve struct {
-	db   *sqlstore.DB
-	hs   *http.Server
+	cmd  *exec.Cmd
+	dir  string
 	base string
 }
 
-func q1Start(ctx context.Context, dsn, key string) (*q1Serve, error) {
-	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+// q1Start starts bin serve on dsn with the admin key and waits until it
+// listens (on a free loopback port).
+func q1Start(ctx context.Context, bin, dsn, key string) (*q1Serve, error) {
+	dir, err := os.MkdirTemp("", "memfs-bench-q1-")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := server.EnsureAdminKey(ctx, db, key, ""); err != nil {
-		db.Close()
-		return nil, err
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	srv, err := server.New(server.Options{Backend: db, Log: log})
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--admin-key", key, "--log-level", "warn", "--db", dsn)
+	cmd.Stderr = os.Stderr
+	// Die with the bench, should it be killed before close.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
 	if err != nil {
-		db.Close()
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		db.Close()
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &q1Serve{db: db, hs: &http.Server{Handler: srv}, base: "http://" + ln.Addr().String()}
-	go s.hs.Serve(ln) //nolint:errcheck
-	return s, nil
+	s := &q1Serve{cmd: cmd, dir: dir}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "memfs serve: listening on http://"); ok {
+				addr <- a
+			}
+		}
+		close(addr)
+	}()
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			s.close()
+			return nil, fmt.Errorf("memfs serve exited before listening")
+		}
+		s.base = "http://" + a
+		return s, nil
+	case <-time.After(60 * time.Second):
+		s.close()
+		return nil, fmt.Errorf("memfs serve did not listen within 60 s")
+	case <-ctx.Done():
+		s.close()
+		return nil, ctx.Err()
+	}
 }
 
+// close stops the process (SIGTERM, then SIGKILL after 10 s) and removes
+// its data directory.
 func (s *q1Serve) close() {
-	s.hs.Close()
-	s.db.Close()
+	s.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }() //nolint:errcheck
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill() //nolint:errcheck
+		<-done
+	}
+	os.RemoveAll(s.dir)
+}
+
+// q1Binary builds memfs from this checkout into dir.
+func q1Binary(dir string) (string, error) {
+	bin := filepath.Join(dir, "memfs")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/memfs").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/memfs (run the bench from the module root): %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // q1Run runs one Q1 measurement and returns the latencies in ms. rate 0
 // creates every session at once (q1Serves creators, one per serve).
 // cross creates every session through serve 0 and puts every worker on
 // the others.
-func q1Run(ctx context.Context, dsn string, rate int, cross bool) ([]float64, error) {
+func q1Run(ctx context.Context, bin, dsn string, rate int, cross bool) ([]float64, error) {
 	const key = "sk-memfs-bench-key-0123456789abcdef"
 	var serves []*q1Serve
 	defer func() {
@@ -125,7 +175,7 @@ func q1Run(ctx context.Context, dsn string, rate int, cross bool) ([]float64, er
 		}
 	}()
 	for range q1Serves {
-		s, err := q1Start(ctx, dsn, key)
+		s, err := q1Start(ctx, bin, dsn, key)
 		if err != nil {
 			return nil, err
 		}
