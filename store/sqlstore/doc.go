@@ -128,7 +128,15 @@
 // also runs pg_notify('memfs_changes', store_id), delivered at commit, and
 // every process LISTENs on that channel, so waiters in other memfs serve
 // processes sharing the database wake too. Session event logs use the
-// same channel, with the payload "events:" + session id (events.go).
+// same channel, with the payload "events:" + session id (events.go), and
+// so does the work queue: enqueuing an item (a session create, a
+// healthcheck) notifies "queue:" + environment id in its transaction, so
+// a work poll blocked on any process wakes at the commit instead of
+// waiting out its block_ms. A claim or lease that lapses sends nothing:
+// the item is offered on the next poll, which block_ms bounds. SQLite has
+// one process, so its wake-up stays in-process. A notification lost while
+// the listener reconnects is covered by waking every waiter after the
+// reconnect.
 //
 // # Session event logs
 //

@@ -121,11 +121,21 @@ func (db *DB) CreateSession(ctx context.Context, in store.CreateSessionInput) (*
 	return db.GetSession(ctx, id)
 }
 
-// enqueue inserts a queued work item.
+// enqueue inserts a queued work item and, on PostgreSQL, notifies other
+// processes at commit, so a work poll blocked on any memfs serve sharing
+// the database wakes (not only one in this process). The caller wakes
+// this process's waiters after the commit.
 func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, envID, dataType, dataID string, now int64) error {
-	_, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO work_items (id, environment_id, data_type, data_id, state, metadata, created_at, lease_ttl) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`),
-		store.NewID(store.PrefixWork), envID, dataType, dataID, store.WorkQueued, now, int64(store.DefaultLeaseTTL.Seconds()))
-	return mapErr(err)
+	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO work_items (id, environment_id, data_type, data_id, state, metadata, created_at, lease_ttl) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`),
+		store.NewID(store.PrefixWork), envID, dataType, dataID, store.WorkQueued, now, int64(store.DefaultLeaseTTL.Seconds())); err != nil {
+		return mapErr(err)
+	}
+	if db.d.notify != "" {
+		if _, err := tx.ExecContext(ctx, db.d.q(db.d.notify), queueKey(envID)); err != nil {
+			return mapErr(err)
+		}
+	}
+	return nil
 }
 
 // GetSession reads a session with its status.

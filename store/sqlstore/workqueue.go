@@ -10,7 +10,8 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// queueKey is the hub key of an environment's work queue.
+// queueKey is the hub key, and the NOTIFY payload, of an environment's
+// work queue.
 func queueKey(envID string) string { return "queue:" + envID }
 
 const workColumns = `n, id, environment_id, data_type, data_id, state, metadata, created_at, acknowledged_at, started_at, latest_heartbeat_at, stop_requested_at, stopped_at`
@@ -314,7 +315,9 @@ func (db *DB) WorkStats(ctx context.Context, envID string) (*store.WorkQueueStat
 }
 
 // SubscribeQueue returns a channel closed when an item is queued in the
-// environment (in this process).
+// environment: by this process, or on PostgreSQL by any process (enqueue's
+// NOTIFY reaches the listener). A lease or claim lapsing does not close
+// it; pollers find those on their next poll.
 func (db *DB) SubscribeQueue(envID string) (<-chan struct{}, func()) {
 	return db.hub.subscribe(queueKey(envID))
 }
