@@ -233,6 +233,20 @@ func parseLoop(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // client builds the API client from the flags and the environment.
+// parseClient is parse, then client: what every verb that talks to the
+// store service starts with.
+func (a *admin) parseClient(args []string, min, max int) ([]string, *client.Client, error) {
+	pos, err := a.parse(args, min, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := a.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, c, nil
+}
+
 func (a *admin) client() (*client.Client, error) {
 	if a.apiURL == "" {
 		a.apiURL = a.io.getenv("MEMFS_API_URL")

@@ -44,11 +44,7 @@ the events as the API has them.
 
 Example:
   memfs sessions events ls sesn_...`)
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -302,11 +298,7 @@ command started are not shown: see ls.
 
 Example:
   memfs sessions events stream sesn_... --json`)
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -107,11 +107,7 @@ Prints a memory's content exactly as stored (no newline is added). With
 Examples:
   memfs memories cat memstore_01abc /notes/today.md
   memfs memories cat memstore_01abc mem_01xyz --json`)
-	pos, err := a.parse(args, 2, 2)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -221,11 +217,7 @@ the memory did not change since this command looked.
 
 Examples:
   memfs memories rm memstore_01abc /notes/old.md`)
-	pos, err := a.parse(args, 2, 2)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 2, 2)
 	if err != nil {
 		return err
 	}

@@ -45,11 +45,7 @@ MEMFS_ENVIRONMENT_KEY), not --environment-key, which ps shows to everyone.
 
 Example:
   memfs environments create sandbox-hosts`)
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -67,11 +63,7 @@ Example:
 
 func environmentsGet(a *admin, args []string) error {
 	a.flags("ENVIRONMENT", "\nShows an environment.")
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -91,11 +83,7 @@ func environmentsGet(a *admin, args []string) error {
 
 func environmentsHealthcheck(a *admin, args []string) error {
 	a.flags("ENVIRONMENT", "\nQueues a healthcheck work item: a worker claims it and stops it.")
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -168,11 +156,7 @@ Example:
 
 func sessionsGet(a *admin, args []string) error {
 	a.flags("SESSION", "\nShows a session: its status and attached stores with their mount paths.")
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -193,11 +177,7 @@ func sessionsGet(a *admin, args []string) error {
 
 func sessionsArchive(a *admin, args []string) error {
 	a.flags("SESSION", "\nEnds a session: its worker uploads the last edits, unmounts and stops.")
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}

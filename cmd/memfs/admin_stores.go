@@ -39,11 +39,7 @@ Examples:
 	desc := fs.String("description", "", "a description (up to 1,024 characters)")
 	var md metadataFlag
 	fs.Var(&md, "metadata", "a KEY=VALUE metadata pair (repeatable)")
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -113,11 +109,7 @@ Shows a memory store: its name, description, metadata and timestamps.
 Examples:
   memfs stores get memstore_01abc
   memfs stores get memstore_01abc --json`)
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -223,11 +215,7 @@ versions but refuses every write, and can't be attached to new sessions.
 
 Examples:
   memfs stores archive memstore_01abc`)
-	pos, err := a.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -110,11 +110,7 @@ was (nothing for a deleted or redacted version).
 Examples:
   memfs versions show memstore_01abc memver_01xyz
   memfs versions show memstore_01abc memver_01xyz --json | jq -r .content`)
-	pos, err := a.parse(args, 2, 2)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -156,11 +152,7 @@ of a live memory can't be redacted: change or delete the memory first.
 
 Examples:
   memfs versions redact memstore_01abc memver_01xyz`)
-	pos, err := a.parse(args, 2, 2)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	pos, c, err := a.parseClient(args, 2, 2)
 	if err != nil {
 		return err
 	}
