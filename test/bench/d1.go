@@ -6,21 +6,9 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/sirupsen/logrus"
-
-	"github.com/memfs/memfs/store/server"
-	"github.com/memfs/memfs/store/sqlstore"
 )
 
 func init() {
@@ -68,105 +56,42 @@ func benchD1(ctx context.Context, cfg config) ([]row, error) {
 }
 
 func d1Backend(ctx context.Context, cfg config, dsn string) (creates, gets float64, err error) {
-	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{MaxMemoriesPerStore: 1 << 30})
+	api, err := startAPIServer(ctx, dsn, cfg.concurrency)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer db.Close()
-	key := "sk-memfs-bench-key-0123456789abcdef"
-	if _, err := server.EnsureAdminKey(ctx, db, key, ""); err != nil {
-		return 0, 0, err
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	srv, err := server.New(server.Options{Backend: db, Log: log})
-	if err != nil {
-		return 0, 0, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, 0, err
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln) //nolint:errcheck
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.concurrency * 2}}
-	do := func(method, path string, body any) (map[string]any, error) {
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, rd)
-		req.Header.Set("x-api-key", key)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != 200 {
-			return nil, fmt.Errorf("%s %s: %d %v", method, path, resp.StatusCode, out)
-		}
-		return out, nil
-	}
+	defer api.close()
 	content := string(bytes.Repeat([]byte("memfs benchmark line\n"), 100)) // ~2 KiB
 	var createRates, getRates []float64
 	for rep := 0; rep < cfg.reps; rep++ {
-		st, err := do("POST", "/v1/memory_stores", map[string]any{"name": fmt.Sprintf("bench %d", rep)})
+		sid, err := api.createStore(ctx, fmt.Sprintf("bench %d", rep))
 		if err != nil {
 			return 0, 0, err
 		}
-		sid := st["id"].(string)
 		if cfg.prefill > 0 {
-			if err := prefill(ctx, db.Dialect(), dsn, sid, cfg.prefill); err != nil {
+			if err := prefill(ctx, api.db.Dialect(), dsn, sid, cfg.prefill); err != nil {
 				return 0, 0, fmt.Errorf("prefill: %w", err)
 			}
 		}
 		ids := make([]string, cfg.n)
-		var next atomic.Int64
-		var firstErr atomic.Value
-		run := func(op func(i int) error) float64 {
-			next.Store(0)
-			var wg sync.WaitGroup
-			start := time.Now()
-			for w := 0; w < cfg.concurrency; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1)) - 1
-						if i >= cfg.n {
-							return
-						}
-						if err := op(i); err != nil {
-							firstErr.CompareAndSwap(nil, err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			return float64(cfg.n) / time.Since(start).Seconds()
-		}
-		createRates = append(createRates, run(func(i int) error {
-			m, err := do("POST", "/v1/memory_stores/"+sid+"/memories", map[string]any{"path": fmt.Sprintf("/notes/n%05d.md", i), "content": content})
+		c, err := inParallel(cfg.concurrency, cfg.n, func(i int) error {
+			m, err := api.do(ctx, "POST", "/v1/memory_stores/"+sid+"/memories", map[string]any{"path": fmt.Sprintf("/notes/n%05d.md", i), "content": content})
 			if err == nil {
 				ids[i] = m["id"].(string)
 			}
 			return err
-		}))
-		getRates = append(getRates, run(func(i int) error {
-			_, err := do("GET", "/v1/memory_stores/"+sid+"/memories/"+url.PathEscape(ids[i]), nil)
-			return err
-		}))
-		if e := firstErr.Load(); e != nil {
-			return 0, 0, e.(error)
+		})
+		if err != nil {
+			return 0, 0, err
 		}
+		g, err := inParallel(cfg.concurrency, cfg.n, func(i int) error {
+			_, err := api.do(ctx, "GET", "/v1/memory_stores/"+sid+"/memories/"+url.PathEscape(ids[i]), nil)
+			return err
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		createRates, getRates = append(createRates, c), append(getRates, g)
 	}
 	return median(createRates), median(getRates), nil
 }
