@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+func init() {
+	measures = append(measures, measure{id: "X1", run: benchX1})
+	flag.StringVar(&x1opts.sizes, "x1sizes", "1000,10000,100000", "X1: store sizes to measure at, the first the reference")
+	flag.IntVar(&x1opts.ops, "x1ops", 1000, "X1: operations of each kind per repetition")
+	flag.BoolVar(&x1opts.mounts, "x1mounts", true, "X1: mount the store at each size (needs root and /dev/fuse)")
+}
+
+var x1opts struct {
+	sizes  string
+	ops    int
+	mounts bool
+}
+
+// X1 is the store service at scale (issue 13, item 5). For each backend
+// (SQLite on /tmp; PostgreSQL in a scratch database of
+// MEMFS_BENCH_POSTGRES_URL, which make bench runs durable: fsync on) one
+// store grows through the API, cfg.concurrency clients creating memories
+// of about 1 KB in 100 folders, to each size of -x1sizes in turn. At each
+// size, with the store holding exactly that many memories:
+//
+//   - cfg.reps repetitions of -x1ops creates (new paths across the
+//     folders), updates of memories picked at random from the whole store,
+//     renames of others to new paths, gets of others, and deletes of the
+//     memories this repetition created, so the store is back at its size:
+//     operations per second, the median of the repetitions;
+//   - a full listing (basic view, 100 a page, following next_page): its
+//     seconds and each page's time;
+//   - the first page of 10 of a folder (path_prefix, depth 1), 200 times
+//     (full at every size: a folder holds a hundredth of the store);
+//   - with -x1mounts, `memfs mount` of the store in a process of its own:
+//     seconds until `ls -l` of the root answers, until every memory's
+//     content is fetched (its "memory contents fetched" line), its VmRSS
+//     then, and the seconds of `ls -lR` and `grep -r` over the mount.
+//
+// Every row is also given as a ratio to the first size's row. Goals
+// (issue 13): every write at the largest size ≥ 0.8× its rate at the
+// first; a listing page ≤ 1.25× its time at the first (constant, within
+// noise); a full listing linear: its time per memory ≤ 1.25× the first's;
+// a mount of 100,000 memories answers `ls -l` in under 10 s.
+func benchX1(ctx context.Context, cfg config) ([]row, error) {
+	sizes, err := x1Sizes(x1opts.sizes)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", sTempPfx+"x1-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var bin string
+	if x1opts.mounts {
+		if why := x1CannotMount(); why != "" {
+			fmt.Fprintf(os.Stderr, "bench: X1: no mounts: %s\n", why)
+			x1opts.mounts = false
+		} else if bin, err = q1Binary(dir); err != nil {
+			return nil, err
+		}
+	}
+	backends := []struct{ name, dsn string }{{"SQLite", dir + "/x1.db"}}
+	if cfg.pgURL != "" {
+		u, drop, err := scratchPostgres(ctx, cfg.pgURL)
+		if err != nil {
+			return nil, err
+		}
+		defer drop()
+		backends = append(backends, struct{ name, dsn string }{"PostgreSQL", u})
+	}
+	var rows []row
+	for _, b := range backends {
+		r, err := x1Backend(ctx, cfg, b.name, b.dsn, sizes, bin, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.name, err)
+		}
+		rows = append(rows, r...)
+	}
+	if cfg.pgURL == "" {
+		rows = append(rows, row{"X1", "PostgreSQL", "skipped: set MEMFS_BENCH_POSTGRES_URL", "", "", ""})
+	}
+	if !x1opts.mounts {
+		rows = append(rows, row{"X1", "mounts", "skipped: " + x1CannotMount(), "", "", ""})
+	}
+	return rows, nil
+}
+
+func x1Sizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
+			return nil, fmt.Errorf("-x1sizes %q: want growing positive sizes, like 1000,10000,100000", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// x1Point is what X1 measured at one store size.
+type x1Point struct {
+	size int
+	// rates are operations per second by kind (x1Kinds), medians.
+	rates map[string]float64
+	// listSecs is the full listing's seconds; pageMs its pages' median
+	// time; folderMs the median of a folder page.
+	listSecs, pageMs, folderMs float64
+	pages                      int
+	mount                      *x1Mount
+}
+
+// x1Kinds are the operations timed at each size, in the order they run.
+var x1Kinds = []string{"creates", "updates", "renames", "gets", "deletes"}
+
+// x1Store is the store X1 grows on one backend.
+type x1Store struct {
+	api *apiServer
+	sid string
+	// ids are the memories seeded so far (never deleted; renamed and
+	// updated in place).
+	ids []string
+	// paths counts the new paths handed out by renames and creates.
+	paths atomic.Int64
+}
+
+// x1Content is a seeded memory's content: about 1 KB, one memory in 1,000
+// holding "needle" for grep -r (as test/scale seeds it).
+func x1Content(i int) string {
+	const line = "memfs scale test line, some words to search through.\n"
+	c := strings.Repeat(line, 1000/len(line))
+	if i%1000 == 0 {
+		c += "needle\n"
+	}
+	return c
+}
+
+func x1Backend(ctx context.Context, cfg config, name, dsn string, sizes []int, bin, dir string) ([]row, error) {
+	api, err := startAPIServer(ctx, dsn, cfg.concurrency)
+	if err != nil {
+		return nil, err
+	}
+	defer api.close()
+	sid, err := api.createStore(ctx, "x1 scale")
+	if err != nil {
+		return nil, err
+	}
+	st := &x1Store{api: api, sid: sid}
+	var points []x1Point
+	for _, size := range sizes {
+		if err := st.grow(ctx, cfg.concurrency, size); err != nil {
+			return nil, fmt.Errorf("grow to %d: %w", size, err)
+		}
+		fmt.Fprintf(os.Stderr, "bench: X1 %s: store of %d memories\n", name, size)
+		p, err := st.measure(ctx, cfg, size)
+		if err != nil {
+			return nil, fmt.Errorf("at %d: %w", size, err)
+		}
+		if bin != "" {
+			if p.mount, err = x1MountOnce(ctx, bin, api.base, sid, dir); err != nil {
+				return nil, fmt.Errorf("mount at %d: %w", size, err)
+			}
+		}
+		points = append(points, p)
+	}
+	return x1Rows(name, cfg, points), nil
+}
+
+// grow creates memories until the store holds size of them.
+func (st *x1Store) grow(ctx context.Context, clients, size int) error {
+	from := len(st.ids)
+	st.ids = append(st.ids, make([]string, size-from)...)
+	_, err := inParallel(clients, size-from, func(k int) error {
+		i := from + k
+		m, err := st.api.do(ctx, "POST", "/v1/memory_stores/"+st.sid+"/memories",
+			map[string]any{"path": fmt.Sprintf("/f%03d/m%06d.md", i%100, i), "content": x1Content(i)})
+		if err == nil {
+			st.ids[i] = m["id"].(string)
+		}
+		return err
+	})
+	return err
+}
+
+// measure times each kind of operation, then the listings.
+func (st *x1Store) measure(ctx context.Context, cfg config, size int) (x1Point, error) {
+	p := x1Point{size: size, rates: map[string]float64{}}
+	rates := map[string][]float64{}
+	n := x1opts.ops
+	mem := "/v1/memory_stores/" + st.sid + "/memories"
+	for rep := 0; rep < cfg.reps; rep++ {
+		rng := rand.New(rand.NewPCG(uint64(size), uint64(rep)))
+		pick := rng.Perm(len(st.ids)) // updates, renames and gets each take their own stretch
+		at := func(kind, i int) string { return st.ids[pick[(kind*n+i)%len(pick)]] }
+		created := make([]string, n)
+		ops := map[string]func(i int) error{
+			"creates": func(i int) error {
+				m, err := st.api.do(ctx, "POST", mem, map[string]any{"path": st.newPath(i), "content": x1Content(i + 1)})
+				if err == nil {
+					created[i] = m["id"].(string)
+				}
+				return err
+			},
+			"updates": func(i int) error {
+				_, err := st.api.do(ctx, "POST", mem+"/"+url.PathEscape(at(0, i)),
+					map[string]any{"content": fmt.Sprintf("%supdate %d.%d\n", x1Content(i+1), rep, i)})
+				return err
+			},
+			"renames": func(i int) error {
+				_, err := st.api.do(ctx, "POST", mem+"/"+url.PathEscape(at(1, i)), map[string]any{"path": st.newPath(i)})
+				return err
+			},
+			"gets": func(i int) error {
+				_, err := st.api.do(ctx, "GET", mem+"/"+url.PathEscape(at(2, i)), nil)
+				return err
+			},
+			"deletes": func(i int) error {
+				_, err := st.api.do(ctx, "DELETE", mem+"/"+url.PathEscape(created[i]), nil)
+				return err
+			},
+		}
+		for _, kind := range x1Kinds {
+			if stopping.Load() {
+				return p, errInterrupted
+			}
+			r, err := inParallel(cfg.concurrency, n, ops[kind])
+			if err != nil {
+				return p, fmt.Errorf("%s: %w", kind, err)
+			}
+			rates[kind] = append(rates[kind], r)
+		}
+	}
+	for k, rs := range rates {
+		p.rates[k] = median(rs)
+	}
+	var err error
+	if p.listSecs, p.pageMs, p.pages, err = st.listAll(ctx, size); err != nil {
+		return p, err
+	}
+	var folder []float64
+	for i := range 200 {
+		start := time.Now()
+		if _, err := st.api.do(ctx, "GET", fmt.Sprintf("%s?path_prefix=/f%03d/&depth=1&limit=10", mem, i%100), nil); err != nil {
+			return p, err
+		}
+		folder = append(folder, time.Since(start).Seconds()*1000)
+	}
+	p.folderMs = median(folder)
+	return p, nil
+}
+
+// newPath is a path no memory has had yet, in one of the 100 folders.
+func (st *x1Store) newPath(i int) string {
+	return fmt.Sprintf("/f%03d/n%07d.md", i%100, st.paths.Add(1))
+}
+
+// listAll lists the whole store, 100 memories a page, and checks that it
+// saw size memories.
+func (st *x1Store) listAll(ctx context.Context, size int) (total, pageMs float64, pages int, err error) {
+	var times []float64
+	seen, page := 0, ""
+	start := time.Now()
+	for {
+		q := "?limit=100"
+		if page != "" {
+			q += "&page=" + url.QueryEscape(page)
+		}
+		t := time.Now()
+		out, err := st.api.do(ctx, "GET", "/v1/memory_stores/"+st.sid+"/memories"+q, nil)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		times = append(times, time.Since(t).Seconds()*1000)
+		seen += len(out["data"].([]any))
+		next, _ := out["next_page"].(string)
+		if next == "" {
+			break
+		}
+		page = next
+	}
+	total = time.Since(start).Seconds()
+	if seen != size {
+		return 0, 0, 0, fmt.Errorf("full listing: %d memories, want %d", seen, size)
+	}
+	return total, median(times), len(times), nil
+}
+
+// x1Rows reports each point, with its ratio to the first.
+func x1Rows(backend string, cfg config, points []x1Point) []row {
+	var rows []row
+	ref := points[0]
+	last := len(points) - 1
+	for pi, p := range points {
+		at := fmt.Sprintf("%s, store of %s", backend, thousands(float64(p.size)))
+		for _, k := range x1Kinds {
+			goal := "reported"
+			if k != "gets" && pi == last && pi > 0 {
+				goal = x1Goal(p.rates[k]/ref.rates[k] >= 0.8, "≥ 0.8× first size")
+			}
+			rows = append(rows, row{"X1", fmt.Sprintf("%s: %s/s (%d clients, %d a repetition)", at, k, cfg.concurrency, x1opts.ops),
+				thousands(p.rates[k]), thousands(ref.rates[k]), ratioText(p.rates[k] / ref.rates[k]), goal})
+		}
+		pageGoal, listGoal := "reported", "reported"
+		if pi > 0 {
+			pageGoal = x1Goal(p.pageMs/ref.pageMs <= 1.25, "≤ 1.25× first size")
+			listGoal = x1Goal(p.listSecs/float64(p.size)/(ref.listSecs/float64(ref.size)) <= 1.25, "≤ 1.25× first size, per memory")
+		}
+		rows = append(rows,
+			row{"X1", at + ": a listing page (100, basic), median", fmt.Sprintf("%.2f ms", p.pageMs), fmt.Sprintf("%.2f ms", ref.pageMs), ratioUp(p.pageMs / ref.pageMs), pageGoal},
+			row{"X1", at + ": a folder's first page (10, depth 1), median", fmt.Sprintf("%.2f ms", p.folderMs), fmt.Sprintf("%.2f ms", ref.folderMs), ratioUp(p.folderMs / ref.folderMs), "reported"},
+			row{"X1", fmt.Sprintf("%s: full listing, %d pages; ratio per memory", at, p.pages), secs(p.listSecs), secs(ref.listSecs), ratioUp(p.listSecs / float64(p.size) / (ref.listSecs / float64(ref.size))), listGoal})
+		if m, rm := p.mount, ref.mount; m != nil && rm != nil {
+			mountGoal := "reported"
+			if p.size >= 100000 {
+				mountGoal = x1Goal(m.lsSecs < 10, "< 10 s")
+			}
+			rows = append(rows,
+				row{"X1", at + ": `memfs mount` until `ls -l` of the root answers", secs(m.lsSecs), secs(rm.lsSecs), ratioUp(m.lsSecs / rm.lsSecs), mountGoal},
+				row{"X1", at + ": `memfs mount` until all content is fetched; VmRSS then", fmt.Sprintf("%s; %.0f MiB", secs(m.fetchSecs), m.rssMiB), fmt.Sprintf("%s; %.0f MiB", secs(rm.fetchSecs), rm.rssMiB), ratioUp(m.fetchSecs/rm.fetchSecs) + "; " + ratioUp(m.rssMiB/rm.rssMiB), "reported"},
+				row{"X1", at + ": `ls -lR | wc -l`; `grep -r needle` over the mount", fmt.Sprintf("%s; %s", secs(m.lsRSecs), secs(m.grepSecs)), fmt.Sprintf("%s; %s", secs(rm.lsRSecs), secs(rm.grepSecs)), ratioUp(m.lsRSecs/rm.lsRSecs) + "; " + ratioUp(m.grepSecs/rm.grepSecs), "reported"})
+		}
+	}
+	return rows
+}
+
+// x1Goal is "goal: met|**missed**".
+func x1Goal(met bool, goal string) string {
+	if met {
+		return goal + ": met"
+	}
+	return goal + ": **missed**"
+}
