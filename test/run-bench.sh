@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the benchmark program: go run ./test/bench "$@" (make bench). Run it as
-# root: the F and S measures mount FUSE filesystems.
+# root: the F, S, M1 and X1 measures mount FUSE filesystems.
 #
-# D1 measures PostgreSQL as well as SQLite. With MEMFS_BENCH_POSTGRES_URL
+# D1, Q1 and X1 measure PostgreSQL (D1 and X1 SQLite too). With
+# MEMFS_BENCH_POSTGRES_URL
 # unset and PostgreSQL installed (make test installs it), this starts a
 # throwaway cluster for the run with PostgreSQL's default, durable settings
 # (fsync and synchronous_commit on, as a deployment runs it; the test
-# cluster turns them off) and removes it afterwards. Without PostgreSQL the
-# D1 PostgreSQL row says it was skipped.
+# cluster turns them off) and removes it afterwards. Without PostgreSQL their
+# PostgreSQL rows say they were skipped.
 set -euo pipefail
 
 export PATH=/usr/local/go/bin:$PATH
@@ -25,7 +26,7 @@ trap 'exit 143' TERM
 
 if [ -z "${MEMFS_BENCH_POSTGRES_URL:-}" ] && pg_available; then
     pg_start memfs_bench && export MEMFS_BENCH_POSTGRES_URL="$PG_URL" ||
-        log "WARNING: no PostgreSQL for D1; its row will say skipped"
+        log "WARNING: no PostgreSQL for D1, Q1 and X1; their rows will say skipped"
 fi
 
 go run ./test/bench "$@"

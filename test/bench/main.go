@@ -6,6 +6,7 @@
 //	go run ./test/bench                 # every measure
 //	go run ./test/bench -only D1        # one measure
 //	go run ./test/bench -only D1 -prefill 30000   # creates into a store of 30,000
+//	go run ./test/bench -only X1 -x1sizes 1000,10000 -x1mounts=false   # the store service at scale
 //
 // PostgreSQL measures use MEMFS_BENCH_POSTGRES_URL (or
 // MEMFS_TEST_POSTGRES_URL): a database the benchmark may create scratch
