@@ -3,12 +3,12 @@
 # root: the F, S, M1 and X1 measures mount FUSE filesystems.
 #
 # D1, Q1 and X1 measure PostgreSQL (D1 and X1 SQLite too). With
-# MEMFS_BENCH_POSTGRES_URL
-# unset and PostgreSQL installed (make test installs it), this starts a
-# throwaway cluster for the run with PostgreSQL's default, durable settings
-# (fsync and synchronous_commit on, as a deployment runs it; the test
-# cluster turns them off) and removes it afterwards. Without PostgreSQL their
-# PostgreSQL rows say they were skipped.
+# MEMFS_BENCH_POSTGRES_URL unset and PostgreSQL installed (make test
+# installs it), this starts a throwaway cluster for the run with
+# PostgreSQL's default, durable settings (fsync and synchronous_commit on,
+# as a deployment runs it; the test cluster turns them off) and removes it
+# afterwards. Without PostgreSQL their PostgreSQL rows say they were
+# skipped.
 set -euo pipefail
 
 export PATH=/usr/local/go/bin:$PATH
