@@ -148,6 +148,26 @@ func TestCreateAtTheCapIsRetried(t *testing.T) {
 	}
 }
 
+// A file removed and another created in a store at its memory cap go up
+// in one pass, as in the final sync at a clean end: the pass's delete
+// makes the room its create needs, so the create is tried again after it
+// instead of being left for a next pass that a final sync doesn't have.
+func TestCreateAtTheCapAfterADeleteOfTheSamePass(t *testing.T) {
+	t.Parallel()
+	e := mgSetupWith(t, map[string]string{"/1.md": "1", "/2.md": "2"}, sqlstore.Options{MaxMemoriesPerStore: 2})
+	e.start(nil)
+	e.unlink("/1.md")
+	e.mustWrite("/new.md", "takes its place\n")
+	if res := e.sync(true, true); res.Uploaded != 1 || res.Deleted != 1 || res.Failed != 0 || res.Left != 0 {
+		t.Fatalf("final-sync pass: %+v, want the delete and the create, nothing left", res)
+	}
+	want := map[string]string{"/2.md": "2", "/new.md": "takes its place\n"}
+	if got := e.storeContents(); !maps.Equal(got, want) {
+		t.Fatalf("store after the pass: %v, want %v", got, want)
+	}
+	e.noPending()
+}
+
 // One pass that mixes uploads the store refuses (at its cap) with uploads
 // it accepts, many at once: under -race this is where the flusher's
 // bookkeeping of refused files raced ("concurrent map writes").

@@ -229,6 +229,7 @@ type passRun struct {
 	res        SyncResult
 	transient  int
 	retry      []op     // path conflicts, retried after the deletes
+	capped     []op     // refused at the store's memory cap, retried once if the deletes made room
 	conflicted []string // memory ids the store changed too
 }
 
@@ -248,6 +249,9 @@ func (r *passRun) failed(o op, v verdict, first bool) {
 	case pathFailure:
 		r.retry = append(r.retry, o)
 		return
+	case capFailure:
+		r.capped = append(r.capped, o)
+		return
 	case conflictFailure:
 		r.conflicted = append(r.conflicted, o.target())
 	case transientFailure:
@@ -257,10 +261,11 @@ func (r *passRun) failed(o op, v verdict, first bool) {
 }
 
 // pass runs one pass: uploads (bounded concurrency), then the deletes that
-// are due within the per-pass cap, then the changes that waited on a path
-// another change of this pass frees (cycles of moves included); then it
-// resolves, store-wins, every change the store refused because it changed
-// the memory too.
+// are due within the per-pass cap, then the new files the store refused at
+// its memory cap if those deletes made room, then the changes that waited
+// on a path another change of this pass frees (cycles of moves included);
+// then it resolves, store-wins, every change the store refused because it
+// changed the memory too.
 func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	f.passMu.Lock()
 	defer f.passMu.Unlock()
@@ -303,6 +308,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
 	r.transient += d.transient
 	r.conflicted = append(r.conflicted, d.conflicted...)
+	f.retryCapped(ctx, r, d.sent > 0)
 	f.resolvePaths(ctx, r)
 	if !to.final || to.deletes {
 		// The store changed these memories too: the store wins, the local
@@ -467,6 +473,32 @@ func (f *flusher) judge(o op, err error) (v verdict, first bool) {
 		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: f.e.now()}
 	}
 	return v, first
+}
+
+// retryCapped uploads once more, when this pass's deletes made room, the
+// new files the store refused at its memory cap: a file removed and another
+// created in one interval (or before a final sync, which is the last pass)
+// go up together instead of the new one waiting for a later pass. What the
+// store still refuses waits, as before, for the next pass.
+func (f *flusher) retryCapped(ctx context.Context, r *passRun, roomMade bool) {
+	capped := r.capped
+	r.capped = nil
+	for _, o := range capped {
+		if roomMade && ctx.Err() == nil {
+			err := f.upload(ctx, o)
+			if err == nil {
+				r.done(o)
+				continue
+			}
+			if v, first := f.judge(o, err); v != capFailure {
+				r.failed(o, v, first)
+				continue
+			}
+		}
+		r.mu.Lock()
+		r.res.Failed++
+		r.mu.Unlock()
+	}
 }
 
 // judgeLocked is judge with syncMu held.
