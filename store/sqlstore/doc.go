@@ -26,7 +26,7 @@
 // most 64) in one transaction with one commit.
 //
 // On SQLite a group is one writeTx running each create's checks and
-// writes in turn (runCreatesTx). On PostgreSQL (pgcreate.go) it is one
+// writes in turn (runWritesTx, createIn). On PostgreSQL (pgcreate.go) it is one
 // pipeline with a single Sync, which the server runs as one implicit
 // transaction: the store-lock statement, then one CTE statement per
 // create that reads the store's state, looks for a memory in the path's

@@ -157,28 +157,30 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 	return db.creates.do(ctx, storeID, a)
 }
 
-// createArg is one create as CreateMemory prepared it for its group.
-type createArg struct {
-	storeID, id, vid string
-	in               store.CreateMemoryInput
-	now              int64
+// groupWrite is one write of a group that runWritesTx runs in one
+// transaction: a create (SQLite only; PostgreSQL has runCreates).
+type groupWrite interface {
+	// apply checks the write against the store as tx shows it (so after
+	// the writes before it in its group) and, unless it is refused,
+	// writes it. A refusal (not found, archived, precondition, path
+	// conflict, cap) writes nothing and fails only this write; err is a
+	// database error, after which tx must be rolled back.
+	apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error)
+	// result is the write's answer once its group has committed.
+	result() *store.Memory
 }
 
-// runCreatesTx runs a group of creates into one store in one write
-// transaction (SQLite; PostgreSQL has runCreates): each create is checked
-// against the store as the ones before it left it, and a refused create
-// writes nothing, so the group is its creates one after another with one
-// commit. An error of the database fails the whole group.
-func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
+// runWritesTx runs a group of writes to one store in one write
+// transaction: one store lock, one commit, one NOTIFY. Each write is
+// checked against the store as the ones before it left it, and a refused
+// write writes nothing, so the group is its writes one after another with
+// one commit. An error of the database fails the whole group.
+func (db *DB) runWritesTx(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
 	refused := make([]error, len(reqs))
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
 		for i, r := range reqs {
-			// Stamped under the lock, as every other write, so
-			// created_at follows seq order (the feed is pruned by time).
-			a := r.arg.(*createArg)
-			a.now = db.now()
 			var err error
-			refused[i], err = db.createIn(ctx, tx, st, a)
+			refused[i], err = r.arg.(groupWrite).apply(ctx, db, tx, st)
 			if err != nil {
 				return err
 			}
@@ -186,16 +188,42 @@ func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq
 		return nil
 	})
 	for i, r := range reqs {
-		a := r.arg.(*createArg)
 		switch {
 		case err != nil:
 			r.err = err
 		case refused[i] != nil:
 			r.err = refused[i]
 		default:
-			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, a.now)
+			r.res = r.arg.(groupWrite).result()
 		}
 	}
+}
+
+// createArg is one create as CreateMemory prepared it for its group.
+type createArg struct {
+	storeID, id, vid string
+	in               store.CreateMemoryInput
+	now              int64
+}
+
+func (a *createArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error) {
+	// Stamped under the lock, as every other write, so created_at
+	// follows seq order (the feed is pruned by time).
+	a.now = db.now()
+	return db.createIn(ctx, tx, st, a)
+}
+
+func (a *createArg) result() *store.Memory {
+	return newMemory(a.id, a.storeID, a.vid, a.in.Path, a.in.Content, a.now)
+}
+
+// pathRefusal sorts checkPathFree's error: a path conflict refuses the
+// write; anything else is the database's.
+func pathRefusal(err error) (refused, dbErr error) {
+	if errors.Is(err, store.ErrPathConflict) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // createIn checks and writes one create in tx. A refusal (archived store,
@@ -206,10 +234,7 @@ func (db *DB) createIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *crea
 		return archivedErr(a.storeID), nil
 	}
 	if err := db.checkPathFree(ctx, tx, a.storeID, a.in.Path, ""); err != nil {
-		if errors.Is(err, store.ErrPathConflict) {
-			return err, nil
-		}
-		return nil, err
+		return pathRefusal(err)
 	}
 	if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
 		return limitErr(a.storeID), nil

@@ -114,7 +114,7 @@ func openSQLite(ctx context.Context, driverName, path string, opts Options) (*DB
 	sqldb.SetMaxOpenConns(8)
 	sqldb.SetMaxIdleConns(8)
 	db := &DB{sql: sqldb, opts: opts, d: &dialect{name: "sqlite", migrations: sqliteMigrations()}}
-	db.creates.run = db.runCreatesTx
+	db.creates.run = db.runWritesTx
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
