@@ -145,7 +145,7 @@ func archivedErr(storeID string) error {
 
 // CreateMemory creates a memory at a free path. Concurrent creates into
 // one store run in groups, one transaction each (group.go; doc.go,
-// "Creates").
+// "Grouped writes").
 func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
 	// The server checks this too; checked here, a path PostgreSQL would
 	// refuse as text (NUL, bad UTF-8) can't fail the other creates of its
@@ -158,7 +158,8 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 }
 
 // groupWrite is one write of a group that runWritesTx runs in one
-// transaction: a create (SQLite only; PostgreSQL has runCreates).
+// transaction: a create (SQLite only; PostgreSQL has runCreates), an
+// update or a delete.
 type groupWrite interface {
 	// apply checks the write against the store as tx shows it (so after
 	// the writes before it in its group) and, unless it is refused,
@@ -265,74 +266,123 @@ func preconditionFailed(memoryID, want, have string) error {
 		Message: "memory " + memoryID + " has content_sha256 " + have + ", not the expected " + want}
 }
 
-// UpdateMemory changes content and/or path under an optional precondition.
+// UpdateMemory changes content and/or path under an optional
+// precondition. Concurrent updates and deletes of one store run in groups,
+// one transaction each (group.go; doc.go, "Grouped writes").
 func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error) {
-	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), true)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundMemory(memoryID)
+	// As in CreateMemory: a path PostgreSQL would refuse as text must not
+	// fail the other writes of its group.
+	if in.Path != nil {
+		if err := store.ValidatePath(*in.Path); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return mapErr(err)
+	}
+	return db.changes.do(ctx, storeID, &updateArg{storeID: storeID, memoryID: memoryID, in: in})
+}
+
+// updateArg is one update as UpdateMemory queued it; apply sets res.
+type updateArg struct {
+	storeID, memoryID string
+	in                store.UpdateMemoryInput
+	res               *store.Memory
+}
+
+func (a *updateArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error) {
+	return db.updateIn(ctx, tx, st, a)
+}
+
+func (a *updateArg) result() *store.Memory { return a.res }
+
+// updateIn checks and writes one update in tx, as createIn does a create,
+// and sets a.res to the memory as GetMemory would read it right after this
+// write: built from what was written, a value of its own, so a later write
+// of the group to the same memory leaves it as it is.
+func (db *DB) updateIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *updateArg) (refused, err error) {
+	cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), a.storeID, a.memoryID), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFoundMemory(a.memoryID), nil
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if st.archived {
+		return archivedErr(a.storeID), nil
+	}
+	if a.in.ExpectedSHA256 != nil && *a.in.ExpectedSHA256 != cur.ContentSHA256 {
+		return preconditionFailed(a.memoryID, *a.in.ExpectedSHA256, cur.ContentSHA256), nil
+	}
+	newPath, newContent := cur.Path, *cur.Content
+	if a.in.Path != nil {
+		newPath = *a.in.Path
+	}
+	if a.in.Content != nil {
+		newContent = *a.in.Content
+	}
+	if newPath == cur.Path && newContent == *cur.Content {
+		a.res = cur // changes nothing: no version
+		return nil, nil
+	}
+	prev := ""
+	if newPath != cur.Path {
+		if err := db.checkPathFree(ctx, tx, a.storeID, newPath, a.memoryID); err != nil {
+			return pathRefusal(err)
 		}
-		if st.archived {
-			return archivedErr(storeID)
-		}
-		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
-			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
-		}
-		newPath, newContent := cur.Path, *cur.Content
-		if in.Path != nil {
-			newPath = *in.Path
-		}
-		if in.Content != nil {
-			newContent = *in.Content
-		}
-		if newPath == cur.Path && newContent == *cur.Content {
-			return nil // changes nothing: no version
-		}
-		prev := ""
-		if newPath != cur.Path {
-			if err := db.checkPathFree(ctx, tx, storeID, newPath, memoryID); err != nil {
-				return err
-			}
-			prev = cur.Path
-		}
-		now := db.now()
-		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpModified, memoryID: memoryID, path: newPath, prevPath: prev, content: &newContent, actor: in.Actor}, now)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, db.d.q(qUpdateMemory),
-			vid, newPath, db.d.text(newContent), store.SHA256Hex(newContent), len(newContent), now, memoryID)
-		return mapErr(err)
-	})
+		prev = cur.Path
+	}
+	now := db.now()
+	vid, err := db.record(ctx, tx, a.storeID, st, change{op: store.OpModified, memoryID: a.memoryID, path: newPath, prevPath: prev, content: &newContent, actor: a.in.Actor}, now)
 	if err != nil {
 		return nil, err
 	}
-	return db.GetMemory(ctx, storeID, memoryID)
+	if _, err := tx.ExecContext(ctx, db.d.q(qUpdateMemory),
+		vid, newPath, db.d.text(newContent), store.SHA256Hex(newContent), len(newContent), now, a.memoryID); err != nil {
+		return nil, mapErr(err)
+	}
+	m := *cur
+	m.MemoryVersionID, m.Path, m.Content = vid, newPath, &newContent
+	m.ContentSHA256, m.ContentSizeBytes = store.SHA256Hex(newContent), int64(len(newContent))
+	m.UpdatedAt = micros(now)
+	a.res = &m
+	return nil, nil
 }
 
-// DeleteMemory deletes a memory under an optional precondition.
+// DeleteMemory deletes a memory under an optional precondition, in a group
+// as UpdateMemory.
 func (db *DB) DeleteMemory(ctx context.Context, storeID, memoryID string, in store.DeleteMemoryInput) error {
-	return db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), false)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundMemory(memoryID)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		// An archived store still lets its memories be deleted (the SDK
-		// documents it), unlike every other write.
-		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
-			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
-		}
-		if _, err := db.record(ctx, tx, storeID, st, change{op: store.OpDeleted, memoryID: memoryID, path: cur.Path, actor: in.Actor}, db.now()); err != nil {
-			return err
-		}
-		st.memoryCount--
-		_, err = tx.ExecContext(ctx, db.d.q(qDeleteMemory), memoryID)
-		return mapErr(err)
-	})
+	_, err := db.changes.do(ctx, storeID, &deleteArg{storeID: storeID, memoryID: memoryID, in: in})
+	return err
+}
+
+// deleteArg is one delete as DeleteMemory queued it.
+type deleteArg struct {
+	storeID, memoryID string
+	in                store.DeleteMemoryInput
+}
+
+func (a *deleteArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error) {
+	return db.deleteIn(ctx, tx, st, a)
+}
+
+func (a *deleteArg) result() *store.Memory { return nil }
+
+// deleteIn checks and writes one delete in tx, as createIn does a create.
+func (db *DB) deleteIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *deleteArg) (refused, err error) {
+	cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), a.storeID, a.memoryID), false)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFoundMemory(a.memoryID), nil
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	// An archived store still lets its memories be deleted (the SDK
+	// documents it), unlike every other write.
+	if a.in.ExpectedSHA256 != nil && *a.in.ExpectedSHA256 != cur.ContentSHA256 {
+		return preconditionFailed(a.memoryID, *a.in.ExpectedSHA256, cur.ContentSHA256), nil
+	}
+	if _, err := db.record(ctx, tx, a.storeID, st, change{op: store.OpDeleted, memoryID: a.memoryID, path: cur.Path, actor: a.in.Actor}, db.now()); err != nil {
+		return nil, err
+	}
+	st.memoryCount--
+	_, err = tx.ExecContext(ctx, db.d.q(qDeleteMemory), a.memoryID)
+	return nil, mapErr(err)
 }
