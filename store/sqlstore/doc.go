@@ -4,8 +4,8 @@
 //
 // # Transactions and ordering
 //
-// Every mutation runs in one transaction (a create may share it with other
-// creates, below) that first locks its store's row
+// Every mutation runs in one transaction (a create, update or delete of a
+// memory may share it with others, below) that first locks its store's row
 // (SELECT ... FOR UPDATE on PostgreSQL; on SQLite, a process-wide writer
 // mutex plus BEGIN IMMEDIATE), then checks preconditions, path conflicts
 // and the memory cap, then writes the memory, its version row and its
@@ -14,34 +14,54 @@
 // increasing per store and a reader never sees a seq whose write is not
 // committed.
 //
-// # Creates
+// # Grouped writes
 //
-// Creates in one store serialise on the store row (on SQLite, on the
-// writer mutex), so what sets their rate is how long that lock is held and
-// how many commits, each an fsync, they need. The generic transaction
-// holds the lock across about eight statements (on PostgreSQL, eight
-// client round trips) and commits once per create. CreateMemory instead
-// queues creates per store (group.go): while one group is in flight, the
-// creates that arrive wait, and the next group carries all of them (at
-// most 64) in one transaction with one commit.
+// Writes to one store's memories serialise on the store row (on SQLite,
+// on the writer mutex), so what sets their rate is how long that lock is
+// held and how many commits, each an fsync, they need. The generic
+// transaction holds the lock across about eight statements (on
+// PostgreSQL, eight client round trips) and commits once per write.
+// CreateMemory, UpdateMemory (a content change and/or a rename) and
+// DeleteMemory instead queue their write per store (group.go): while one
+// group is in flight, the writes that arrive wait, and the next group
+// carries all of them (at most 64) in one transaction with one store
+// lock, one commit and one NOTIFY.
 //
-// On SQLite a group is one writeTx running each create's checks and
-// writes in turn (runCreatesTx). On PostgreSQL (pgcreate.go) it is one
-// pipeline with a single Sync, which the server runs as one implicit
-// transaction: the store-lock statement, then one CTE statement per
-// create that reads the store's state, looks for a memory in the path's
-// way, and only when nothing refuses the create writes the version row,
-// the feed row numbered last_seq + 1, the memory, the counters and the
-// NOTIFY. So a group costs one round trip, one lock hold and one commit,
-// however many creates it holds.
+// There are two queues per store: creates, and changes (updates and
+// deletes together). Creates keep a queue of their own because on
+// PostgreSQL they have a pipeline of their own (below); updates and
+// deletes share one so that a group sees them in arrival order (a rename
+// to a path a delete just freed). Groups of the two queues serialise on
+// the store lock like any two transactions, so the store still sees its
+// writes one after another.
 //
-// Each create keeps its own outcome. It sees the writes of the creates
-// before it in its group, so a group behaves exactly as its creates one
-// after another (two creates of one path: the second is a path conflict;
-// the cap counts the earlier ones). A refused create writes nothing and is
+// A group of changes, and on SQLite a group of creates, is one writeTx
+// running each write's checks and writes in turn (runWritesTx; createIn,
+// updateIn, deleteIn). Every refusal is found by a check before the write
+// writes anything, never by a failing statement, so no savepoint is
+// needed. UpdateMemory's answer is built from what its write wrote, a
+// value of its own: it is what GetMemory would read right after that
+// write, whatever later writes of its group do to the same memory.
+//
+// On PostgreSQL a group of creates (pgcreate.go) is one pipeline with a
+// single Sync, which the server runs as one implicit transaction: the
+// store-lock statement, then one CTE statement per create that reads the
+// store's state, looks for a memory in the path's way, and only when
+// nothing refuses the create writes the version row, the feed row
+// numbered last_seq + 1, the memory, the counters and the NOTIFY. So a
+// group costs one round trip, one lock hold and one commit, however many
+// creates it holds. Changes need no such pipeline: one transaction per
+// group already shares the commit, which is what costs most.
+//
+// Each write keeps its own outcome. It sees the writes before it in its
+// group, so a group behaves exactly as its writes one after another (two
+// creates of, or renames to, one path: the second is a path conflict; the
+// cap counts the earlier creates; a precondition is checked against the
+// content the earlier writes left). A refused write (not found, archived
+// store, precondition failed, path conflict, cap) writes nothing and is
 // not an SQL error, so it refuses only itself. An error of the database
 // rolls the group back and is every member's answer: none of them was
-// acknowledged, as with a failed commit of a single create. Every create
+// acknowledged, as with a failed commit of a single write. Every write
 // is acknowledged only after the commit that holds it. A caller whose
 // context ends while queued leaves the queue; once its group is in flight
 // it waits for the outcome, and the group is cancelled only when all its

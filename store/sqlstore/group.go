@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 )
 
-// maxGroup bounds how many creates share one transaction, so one group's
+// maxGroup bounds how many writes share one transaction, so one group's
 // statements and its callers' wait stay small.
 const maxGroup = 64
 
-// groupReq is one caller's create waiting in, or running in, a group. The
+// groupReq is one caller's write waiting in, or running in, a group. The
 // runner fills result fields and then closes done.
 type groupReq[R any] struct {
 	ctx  context.Context

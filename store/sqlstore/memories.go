@@ -145,7 +145,7 @@ func archivedErr(storeID string) error {
 
 // CreateMemory creates a memory at a free path. Concurrent creates into
 // one store run in groups, one transaction each (group.go; doc.go,
-// "Creates").
+// "Grouped writes").
 func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateMemoryInput) (*store.Memory, error) {
 	// The server checks this too; checked here, a path PostgreSQL would
 	// refuse as text (NUL, bad UTF-8) can't fail the other creates of its
@@ -157,28 +157,31 @@ func (db *DB) CreateMemory(ctx context.Context, storeID string, in store.CreateM
 	return db.creates.do(ctx, storeID, a)
 }
 
-// createArg is one create as CreateMemory prepared it for its group.
-type createArg struct {
-	storeID, id, vid string
-	in               store.CreateMemoryInput
-	now              int64
+// groupWrite is one write of a group that runWritesTx runs in one
+// transaction: a create (SQLite only; PostgreSQL has runCreates), an
+// update or a delete.
+type groupWrite interface {
+	// apply checks the write against the store as tx shows it (so after
+	// the writes before it in its group) and, unless it is refused,
+	// writes it. A refusal (not found, archived, precondition, path
+	// conflict, cap) writes nothing and fails only this write; err is a
+	// database error, after which tx must be rolled back.
+	apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error)
+	// result is the write's answer once its group has committed.
+	result() *store.Memory
 }
 
-// runCreatesTx runs a group of creates into one store in one write
-// transaction (SQLite; PostgreSQL has runCreates): each create is checked
-// against the store as the ones before it left it, and a refused create
-// writes nothing, so the group is its creates one after another with one
-// commit. An error of the database fails the whole group.
-func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
+// runWritesTx runs a group of writes to one store in one write
+// transaction: one store lock, one commit, one NOTIFY. Each write is
+// checked against the store as the ones before it left it, and a refused
+// write writes nothing, so the group is its writes one after another with
+// one commit. An error of the database fails the whole group.
+func (db *DB) runWritesTx(ctx context.Context, storeID string, reqs []*groupReq[*store.Memory]) {
 	refused := make([]error, len(reqs))
 	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
 		for i, r := range reqs {
-			// Stamped under the lock, as every other write, so
-			// created_at follows seq order (the feed is pruned by time).
-			a := r.arg.(*createArg)
-			a.now = db.now()
 			var err error
-			refused[i], err = db.createIn(ctx, tx, st, a)
+			refused[i], err = r.arg.(groupWrite).apply(ctx, db, tx, st)
 			if err != nil {
 				return err
 			}
@@ -186,16 +189,42 @@ func (db *DB) runCreatesTx(ctx context.Context, storeID string, reqs []*groupReq
 		return nil
 	})
 	for i, r := range reqs {
-		a := r.arg.(*createArg)
 		switch {
 		case err != nil:
 			r.err = err
 		case refused[i] != nil:
 			r.err = refused[i]
 		default:
-			r.res = newMemory(a.id, storeID, a.vid, a.in.Path, a.in.Content, a.now)
+			r.res = r.arg.(groupWrite).result()
 		}
 	}
+}
+
+// createArg is one create as CreateMemory prepared it for its group.
+type createArg struct {
+	storeID, id, vid string
+	in               store.CreateMemoryInput
+	now              int64
+}
+
+func (a *createArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error) {
+	// Stamped under the lock, as every other write, so created_at
+	// follows seq order (the feed is pruned by time).
+	a.now = db.now()
+	return db.createIn(ctx, tx, st, a)
+}
+
+func (a *createArg) result() *store.Memory {
+	return newMemory(a.id, a.storeID, a.vid, a.in.Path, a.in.Content, a.now)
+}
+
+// pathRefusal sorts checkPathFree's error: a path conflict refuses the
+// write; anything else is the database's.
+func pathRefusal(err error) (refused, dbErr error) {
+	if errors.Is(err, store.ErrPathConflict) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // createIn checks and writes one create in tx. A refusal (archived store,
@@ -206,10 +235,7 @@ func (db *DB) createIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *crea
 		return archivedErr(a.storeID), nil
 	}
 	if err := db.checkPathFree(ctx, tx, a.storeID, a.in.Path, ""); err != nil {
-		if errors.Is(err, store.ErrPathConflict) {
-			return err, nil
-		}
-		return nil, err
+		return pathRefusal(err)
 	}
 	if st.memoryCount >= int64(db.opts.MaxMemoriesPerStore) {
 		return limitErr(a.storeID), nil
@@ -240,74 +266,123 @@ func preconditionFailed(memoryID, want, have string) error {
 		Message: "memory " + memoryID + " has content_sha256 " + have + ", not the expected " + want}
 }
 
-// UpdateMemory changes content and/or path under an optional precondition.
+// UpdateMemory changes content and/or path under an optional
+// precondition. Concurrent updates and deletes of one store run in groups,
+// one transaction each (group.go; doc.go, "Grouped writes").
 func (db *DB) UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error) {
-	err := db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), true)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundMemory(memoryID)
+	// As in CreateMemory: a path PostgreSQL would refuse as text must not
+	// fail the other writes of its group.
+	if in.Path != nil {
+		if err := store.ValidatePath(*in.Path); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return mapErr(err)
+	}
+	return db.changes.do(ctx, storeID, &updateArg{storeID: storeID, memoryID: memoryID, in: in})
+}
+
+// updateArg is one update as UpdateMemory queued it; apply sets res.
+type updateArg struct {
+	storeID, memoryID string
+	in                store.UpdateMemoryInput
+	res               *store.Memory
+}
+
+func (a *updateArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error) {
+	return db.updateIn(ctx, tx, st, a)
+}
+
+func (a *updateArg) result() *store.Memory { return a.res }
+
+// updateIn checks and writes one update in tx, as createIn does a create,
+// and sets a.res to the memory as GetMemory would read it right after this
+// write: built from what was written, a value of its own, so a later write
+// of the group to the same memory leaves it as it is.
+func (db *DB) updateIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *updateArg) (refused, err error) {
+	cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), a.storeID, a.memoryID), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFoundMemory(a.memoryID), nil
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if st.archived {
+		return archivedErr(a.storeID), nil
+	}
+	if a.in.ExpectedSHA256 != nil && *a.in.ExpectedSHA256 != cur.ContentSHA256 {
+		return preconditionFailed(a.memoryID, *a.in.ExpectedSHA256, cur.ContentSHA256), nil
+	}
+	newPath, newContent := cur.Path, *cur.Content
+	if a.in.Path != nil {
+		newPath = *a.in.Path
+	}
+	if a.in.Content != nil {
+		newContent = *a.in.Content
+	}
+	if newPath == cur.Path && newContent == *cur.Content {
+		a.res = cur // changes nothing: no version
+		return nil, nil
+	}
+	prev := ""
+	if newPath != cur.Path {
+		if err := db.checkPathFree(ctx, tx, a.storeID, newPath, a.memoryID); err != nil {
+			return pathRefusal(err)
 		}
-		if st.archived {
-			return archivedErr(storeID)
-		}
-		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
-			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
-		}
-		newPath, newContent := cur.Path, *cur.Content
-		if in.Path != nil {
-			newPath = *in.Path
-		}
-		if in.Content != nil {
-			newContent = *in.Content
-		}
-		if newPath == cur.Path && newContent == *cur.Content {
-			return nil // changes nothing: no version
-		}
-		prev := ""
-		if newPath != cur.Path {
-			if err := db.checkPathFree(ctx, tx, storeID, newPath, memoryID); err != nil {
-				return err
-			}
-			prev = cur.Path
-		}
-		now := db.now()
-		vid, err := db.record(ctx, tx, storeID, st, change{op: store.OpModified, memoryID: memoryID, path: newPath, prevPath: prev, content: &newContent, actor: in.Actor}, now)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, db.d.q(qUpdateMemory),
-			vid, newPath, db.d.text(newContent), store.SHA256Hex(newContent), len(newContent), now, memoryID)
-		return mapErr(err)
-	})
+		prev = cur.Path
+	}
+	now := db.now()
+	vid, err := db.record(ctx, tx, a.storeID, st, change{op: store.OpModified, memoryID: a.memoryID, path: newPath, prevPath: prev, content: &newContent, actor: a.in.Actor}, now)
 	if err != nil {
 		return nil, err
 	}
-	return db.GetMemory(ctx, storeID, memoryID)
+	if _, err := tx.ExecContext(ctx, db.d.q(qUpdateMemory),
+		vid, newPath, db.d.text(newContent), store.SHA256Hex(newContent), len(newContent), now, a.memoryID); err != nil {
+		return nil, mapErr(err)
+	}
+	m := *cur
+	m.MemoryVersionID, m.Path, m.Content = vid, newPath, &newContent
+	m.ContentSHA256, m.ContentSizeBytes = store.SHA256Hex(newContent), int64(len(newContent))
+	m.UpdatedAt = micros(now)
+	a.res = &m
+	return nil, nil
 }
 
-// DeleteMemory deletes a memory under an optional precondition.
+// DeleteMemory deletes a memory under an optional precondition, in a group
+// as UpdateMemory.
 func (db *DB) DeleteMemory(ctx context.Context, storeID, memoryID string, in store.DeleteMemoryInput) error {
-	return db.writeTx(ctx, storeID, func(tx *sql.Tx, st *lockedStore) error {
-		cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), false)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundMemory(memoryID)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		// An archived store still lets its memories be deleted (the SDK
-		// documents it), unlike every other write.
-		if in.ExpectedSHA256 != nil && *in.ExpectedSHA256 != cur.ContentSHA256 {
-			return preconditionFailed(memoryID, *in.ExpectedSHA256, cur.ContentSHA256)
-		}
-		if _, err := db.record(ctx, tx, storeID, st, change{op: store.OpDeleted, memoryID: memoryID, path: cur.Path, actor: in.Actor}, db.now()); err != nil {
-			return err
-		}
-		st.memoryCount--
-		_, err = tx.ExecContext(ctx, db.d.q(qDeleteMemory), memoryID)
-		return mapErr(err)
-	})
+	_, err := db.changes.do(ctx, storeID, &deleteArg{storeID: storeID, memoryID: memoryID, in: in})
+	return err
+}
+
+// deleteArg is one delete as DeleteMemory queued it.
+type deleteArg struct {
+	storeID, memoryID string
+	in                store.DeleteMemoryInput
+}
+
+func (a *deleteArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedStore) (refused, err error) {
+	return db.deleteIn(ctx, tx, st, a)
+}
+
+func (a *deleteArg) result() *store.Memory { return nil }
+
+// deleteIn checks and writes one delete in tx, as createIn does a create.
+func (db *DB) deleteIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *deleteArg) (refused, err error) {
+	cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), a.storeID, a.memoryID), false)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFoundMemory(a.memoryID), nil
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	// An archived store still lets its memories be deleted (the SDK
+	// documents it), unlike every other write.
+	if a.in.ExpectedSHA256 != nil && *a.in.ExpectedSHA256 != cur.ContentSHA256 {
+		return preconditionFailed(a.memoryID, *a.in.ExpectedSHA256, cur.ContentSHA256), nil
+	}
+	if _, err := db.record(ctx, tx, a.storeID, st, change{op: store.OpDeleted, memoryID: a.memoryID, path: cur.Path, actor: a.in.Actor}, db.now()); err != nil {
+		return nil, err
+	}
+	st.memoryCount--
+	_, err = tx.ExecContext(ctx, db.d.q(qDeleteMemory), a.memoryID)
+	return nil, mapErr(err)
 }

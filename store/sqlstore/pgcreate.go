@@ -14,7 +14,7 @@ import (
 
 // Creates on PostgreSQL run in groups: concurrent creates into one store
 // go to the database together, one network round trip and one commit for
-// the group, the store lock taken once. See "Creates on PostgreSQL" in
+// the group, the store lock taken once. See "Grouped writes" in
 // doc.go for why it is shaped this way.
 
 // pgLockStore takes the store row's lock. It returns nothing the create

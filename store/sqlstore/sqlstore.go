@@ -57,9 +57,11 @@ type DB struct {
 	writeMu sync.Mutex
 
 	listener *pgListener // PostgreSQL only
-	// creates groups concurrent creates per store (memories.go,
-	// pgcreate.go).
+	// creates groups concurrent creates per store, changes concurrent
+	// updates and deletes (memories.go, pgcreate.go; doc.go, "Grouped
+	// writes").
 	creates groups[*store.Memory]
+	changes groups[*store.Memory]
 }
 
 var _ store.Backend = (*DB)(nil)
@@ -114,7 +116,8 @@ func openSQLite(ctx context.Context, driverName, path string, opts Options) (*DB
 	sqldb.SetMaxOpenConns(8)
 	sqldb.SetMaxIdleConns(8)
 	db := &DB{sql: sqldb, opts: opts, d: &dialect{name: "sqlite", migrations: sqliteMigrations()}}
-	db.creates.run = db.runCreatesTx
+	db.creates.run = db.runWritesTx
+	db.changes.run = db.runWritesTx
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -143,6 +146,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		bytea:      true,
 	}}
 	db.creates.run = db.runCreates
+	db.changes.run = db.runWritesTx
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, err
