@@ -27,21 +27,25 @@ var x1opts struct {
 }
 
 // X1 is the store service at scale (issue 13, item 5). For each backend
-// (SQLite on /tmp; PostgreSQL in a scratch database of
-// MEMFS_BENCH_POSTGRES_URL, which make bench runs durable: fsync on) one
-// store grows through the API, cfg.concurrency clients creating memories
-// of about 1 KB in 100 folders, to each size of -x1sizes in turn. At each
-// size, with the store holding exactly that many memories:
+// (SQLite on /tmp; PostgreSQL in scratch databases of
+// MEMFS_BENCH_POSTGRES_URL, which make bench runs durable: fsync on) and
+// each size of -x1sizes, a database of its own holds one store grown
+// through the API to that size, cfg.concurrency clients creating memories
+// of about 1 KB in 100 folders. Then:
 //
 //   - cfg.reps repetitions of -x1ops creates (new paths across the
 //     folders), updates of memories picked at random from the whole store,
 //     renames of others to new paths, gets of others, and deletes of the
-//     memories this repetition created, so the store is back at its size:
-//     operations per second, the median of the repetitions;
-//   - a full listing (basic view, 100 a page, following next_page): its
-//     seconds and each page's time;
-//   - the first page of 10 of a folder (path_prefix, depth 1), 200 times
-//     (full at every size: a folder holds a hundredth of the store);
+//     memories the repetition created, so the store is back at its size:
+//     operations per second, the median of the repetitions. Each
+//     repetition runs every size in turn, in an order rotated every
+//     repetition, so that a machine busier for a while slows every size
+//     alike, not the one measured then;
+//   - in each repetition too, a full listing (basic view, 100 a page,
+//     following next_page): its seconds (the median) and the median time
+//     of all its pages; and the first page of 10 of a folder
+//     (path_prefix, depth 1), 40 times (full at every size: a folder
+//     holds a hundredth of the store);
 //   - with -x1mounts, `memfs mount` of the store in a process of its own:
 //     seconds until `ls -l` of the root answers, until every memory's
 //     content is fetched (its "memory contents fetched" line), its VmRSS
@@ -71,14 +75,17 @@ func benchX1(ctx context.Context, cfg config) ([]row, error) {
 			return nil, err
 		}
 	}
-	backends := []struct{ name, dsn string }{{"SQLite", dir + "/x1.db"}}
+	backends := []struct {
+		name string
+		dsn  func(size int) (string, func(), error)
+	}{{"SQLite", func(size int) (string, func(), error) {
+		return fmt.Sprintf("%s/x1-%d.db", dir, size), func() {}, nil
+	}}}
 	if cfg.pgURL != "" {
-		u, drop, err := scratchPostgres(ctx, cfg.pgURL)
-		if err != nil {
-			return nil, err
-		}
-		defer drop()
-		backends = append(backends, struct{ name, dsn string }{"PostgreSQL", u})
+		backends = append(backends, struct {
+			name string
+			dsn  func(size int) (string, func(), error)
+		}{"PostgreSQL", func(int) (string, func(), error) { return scratchPostgres(ctx, cfg.pgURL) }})
 	}
 	var rows []row
 	for _, b := range backends {
@@ -124,12 +131,13 @@ type x1Point struct {
 // x1Kinds are the operations timed at each size, in the order they run.
 var x1Kinds = []string{"creates", "updates", "renames", "gets", "deletes"}
 
-// x1Store is the store X1 grows on one backend.
+// x1Store is the store X1 measures at one size, in a database of its own.
 type x1Store struct {
-	api *apiServer
-	sid string
-	// ids are the memories seeded so far (never deleted; renamed and
-	// updated in place).
+	api  *apiServer
+	sid  string
+	size int
+	// ids are the memories seeded (never deleted; renamed and updated in
+	// place).
 	ids []string
 	// paths counts the new paths handed out by renames and creates.
 	paths atomic.Int64
@@ -146,43 +154,63 @@ func x1Content(i int) string {
 	return c
 }
 
-func x1Backend(ctx context.Context, cfg config, name, dsn string, sizes []int, bin, dir string) ([]row, error) {
-	api, err := startAPIServer(ctx, dsn, cfg.concurrency)
-	if err != nil {
-		return nil, err
-	}
-	defer api.close()
-	sid, err := api.createStore(ctx, "x1 scale")
-	if err != nil {
-		return nil, err
-	}
-	st := &x1Store{api: api, sid: sid}
-	var points []x1Point
-	for _, size := range sizes {
-		if err := st.grow(ctx, cfg.concurrency, size); err != nil {
+func x1Backend(ctx context.Context, cfg config, name string, dsnFor func(size int) (string, func(), error), sizes []int, bin, dir string) ([]row, error) {
+	stores := make([]*x1Store, len(sizes))
+	for i, size := range sizes {
+		dsn, drop, err := dsnFor(size)
+		if err != nil {
+			return nil, err
+		}
+		defer drop()
+		api, err := startAPIServer(ctx, dsn, cfg.concurrency)
+		if err != nil {
+			return nil, err
+		}
+		defer api.close()
+		sid, err := api.createStore(ctx, fmt.Sprintf("x1 %d", size))
+		if err != nil {
+			return nil, err
+		}
+		stores[i] = &x1Store{api: api, sid: sid, size: size}
+		if err := stores[i].grow(ctx, cfg.concurrency); err != nil {
 			return nil, fmt.Errorf("grow to %d: %w", size, err)
 		}
 		fmt.Fprintf(os.Stderr, "bench: X1 %s: store of %d memories\n", name, size)
-		p, err := st.measure(ctx, cfg, size)
-		if err != nil {
-			return nil, fmt.Errorf("at %d: %w", size, err)
-		}
-		if bin != "" {
-			if p.mount, err = x1MountOnce(ctx, bin, api.base, sid, dir); err != nil {
-				return nil, fmt.Errorf("mount at %d: %w", size, err)
+	}
+	samples := make([]x1Samples, len(stores))
+	for i := range samples {
+		samples[i].rates = map[string][]float64{}
+	}
+	for rep := 0; rep < cfg.reps; rep++ {
+		for k := range stores {
+			i := (k + rep) % len(stores)
+			if err := stores[i].runRep(ctx, cfg, rep, &samples[i]); err != nil {
+				return nil, fmt.Errorf("at %d: %w", stores[i].size, err)
 			}
 		}
-		points = append(points, p)
+	}
+	points := make([]x1Point, len(stores))
+	for i, st := range stores {
+		p, sm := &points[i], samples[i]
+		p.size, p.rates = st.size, map[string]float64{}
+		for k, rs := range sm.rates {
+			p.rates[k] = median(rs)
+		}
+		p.listSecs, p.pageMs, p.folderMs, p.pages = median(sm.list), median(sm.pages), median(sm.folder), sm.pageCount
+		if bin != "" {
+			var err error
+			if p.mount, err = x1MountOnce(ctx, bin, st.api.base, st.sid, dir); err != nil {
+				return nil, fmt.Errorf("mount at %d: %w", st.size, err)
+			}
+		}
 	}
 	return x1Rows(name, cfg, points), nil
 }
 
-// grow creates memories until the store holds size of them.
-func (st *x1Store) grow(ctx context.Context, clients, size int) error {
-	from := len(st.ids)
-	st.ids = append(st.ids, make([]string, size-from)...)
-	_, err := inParallel(clients, size-from, func(k int) error {
-		i := from + k
+// grow creates the store's memories.
+func (st *x1Store) grow(ctx context.Context, clients int) error {
+	st.ids = make([]string, st.size)
+	_, err := inParallel(clients, st.size, func(i int) error {
 		m, err := st.api.do(ctx, "POST", "/v1/memory_stores/"+st.sid+"/memories",
 			map[string]any{"path": fmt.Sprintf("/f%03d/m%06d.md", i%100, i), "content": x1Content(i)})
 		if err == nil {
@@ -193,71 +221,72 @@ func (st *x1Store) grow(ctx context.Context, clients, size int) error {
 	return err
 }
 
-// measure times each kind of operation, then the listings.
-func (st *x1Store) measure(ctx context.Context, cfg config, size int) (x1Point, error) {
-	p := x1Point{size: size, rates: map[string]float64{}}
-	rates := map[string][]float64{}
+// x1Samples collects one store's measurements over the repetitions.
+type x1Samples struct {
+	rates map[string][]float64 // operations per second, by kind
+	// list are full listings' seconds; pages and folder pages' times in
+	// ms; pageCount the pages of a full listing.
+	list, pages, folder []float64
+	pageCount           int
+}
+
+// runRep runs one repetition of each kind of operation, then the listings.
+func (st *x1Store) runRep(ctx context.Context, cfg config, rep int, sm *x1Samples) error {
 	n := x1opts.ops
 	mem := "/v1/memory_stores/" + st.sid + "/memories"
-	for rep := 0; rep < cfg.reps; rep++ {
-		rng := rand.New(rand.NewPCG(uint64(size), uint64(rep)))
-		pick := rng.Perm(len(st.ids)) // updates, renames and gets each take their own stretch
-		at := func(kind, i int) string { return st.ids[pick[(kind*n+i)%len(pick)]] }
-		created := make([]string, n)
-		ops := map[string]func(i int) error{
-			"creates": func(i int) error {
-				m, err := st.api.do(ctx, "POST", mem, map[string]any{"path": st.newPath(i), "content": x1Content(i + 1)})
-				if err == nil {
-					created[i] = m["id"].(string)
-				}
-				return err
-			},
-			"updates": func(i int) error {
-				_, err := st.api.do(ctx, "POST", mem+"/"+url.PathEscape(at(0, i)),
-					map[string]any{"content": fmt.Sprintf("%supdate %d.%d\n", x1Content(i+1), rep, i)})
-				return err
-			},
-			"renames": func(i int) error {
-				_, err := st.api.do(ctx, "POST", mem+"/"+url.PathEscape(at(1, i)), map[string]any{"path": st.newPath(i)})
-				return err
-			},
-			"gets": func(i int) error {
-				_, err := st.api.do(ctx, "GET", mem+"/"+url.PathEscape(at(2, i)), nil)
-				return err
-			},
-			"deletes": func(i int) error {
-				_, err := st.api.do(ctx, "DELETE", mem+"/"+url.PathEscape(created[i]), nil)
-				return err
-			},
-		}
-		for _, kind := range x1Kinds {
-			if stopping.Load() {
-				return p, errInterrupted
+	rng := rand.New(rand.NewPCG(uint64(st.size), uint64(rep)))
+	pick := rng.Perm(len(st.ids)) // updates, renames and gets each take their own stretch
+	at := func(kind, i int) string { return st.ids[pick[(kind*n+i)%len(pick)]] }
+	created := make([]string, n)
+	ops := map[string]func(i int) error{
+		"creates": func(i int) error {
+			m, err := st.api.do(ctx, "POST", mem, map[string]any{"path": st.newPath(i), "content": x1Content(i + 1)})
+			if err == nil {
+				created[i] = m["id"].(string)
 			}
-			r, err := inParallel(cfg.concurrency, n, ops[kind])
-			if err != nil {
-				return p, fmt.Errorf("%s: %w", kind, err)
-			}
-			rates[kind] = append(rates[kind], r)
+			return err
+		},
+		"updates": func(i int) error {
+			_, err := st.api.do(ctx, "POST", mem+"/"+url.PathEscape(at(0, i)),
+				map[string]any{"content": fmt.Sprintf("%supdate %d.%d\n", x1Content(i+1), rep, i)})
+			return err
+		},
+		"renames": func(i int) error {
+			_, err := st.api.do(ctx, "POST", mem+"/"+url.PathEscape(at(1, i)), map[string]any{"path": st.newPath(i)})
+			return err
+		},
+		"gets": func(i int) error {
+			_, err := st.api.do(ctx, "GET", mem+"/"+url.PathEscape(at(2, i)), nil)
+			return err
+		},
+		"deletes": func(i int) error {
+			_, err := st.api.do(ctx, "DELETE", mem+"/"+url.PathEscape(created[i]), nil)
+			return err
+		},
+	}
+	for _, kind := range x1Kinds {
+		if stopping.Load() {
+			return errInterrupted
 		}
+		r, err := inParallel(cfg.concurrency, n, ops[kind])
+		if err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+		sm.rates[kind] = append(sm.rates[kind], r)
 	}
-	for k, rs := range rates {
-		p.rates[k] = median(rs)
+	total, pages, err := st.listAll(ctx)
+	if err != nil {
+		return err
 	}
-	var err error
-	if p.listSecs, p.pageMs, p.pages, err = st.listAll(ctx, size); err != nil {
-		return p, err
-	}
-	var folder []float64
-	for i := range 200 {
+	sm.list, sm.pages, sm.pageCount = append(sm.list, total), append(sm.pages, pages...), len(pages)
+	for i := range 40 {
 		start := time.Now()
-		if _, err := st.api.do(ctx, "GET", fmt.Sprintf("%s?path_prefix=/f%03d/&depth=1&limit=10", mem, i%100), nil); err != nil {
-			return p, err
+		if _, err := st.api.do(ctx, "GET", fmt.Sprintf("%s?path_prefix=/f%03d/&depth=1&limit=10", mem, (rep*40+i)%100), nil); err != nil {
+			return err
 		}
-		folder = append(folder, time.Since(start).Seconds()*1000)
+		sm.folder = append(sm.folder, time.Since(start).Seconds()*1000)
 	}
-	p.folderMs = median(folder)
-	return p, nil
+	return nil
 }
 
 // newPath is a path no memory has had yet, in one of the 100 folders.
@@ -265,9 +294,9 @@ func (st *x1Store) newPath(i int) string {
 	return fmt.Sprintf("/f%03d/n%07d.md", i%100, st.paths.Add(1))
 }
 
-// listAll lists the whole store, 100 memories a page, and checks that it
-// saw size memories.
-func (st *x1Store) listAll(ctx context.Context, size int) (total, pageMs float64, pages int, err error) {
+// listAll lists the whole store, 100 memories a page, checks that it saw
+// all of them, and returns its seconds and each page's ms.
+func (st *x1Store) listAll(ctx context.Context) (total float64, pageMs []float64, err error) {
 	var times []float64
 	seen, page := 0, ""
 	start := time.Now()
@@ -279,7 +308,7 @@ func (st *x1Store) listAll(ctx context.Context, size int) (total, pageMs float64
 		t := time.Now()
 		out, err := st.api.do(ctx, "GET", "/v1/memory_stores/"+st.sid+"/memories"+q, nil)
 		if err != nil {
-			return 0, 0, 0, err
+			return 0, nil, err
 		}
 		times = append(times, time.Since(t).Seconds()*1000)
 		seen += len(out["data"].([]any))
@@ -290,10 +319,10 @@ func (st *x1Store) listAll(ctx context.Context, size int) (total, pageMs float64
 		page = next
 	}
 	total = time.Since(start).Seconds()
-	if seen != size {
-		return 0, 0, 0, fmt.Errorf("full listing: %d memories, want %d", seen, size)
+	if seen != st.size {
+		return 0, nil, fmt.Errorf("full listing: %d memories, want %d", seen, st.size)
 	}
-	return total, median(times), len(times), nil
+	return total, times, nil
 }
 
 // x1Rows reports each point, with its ratio to the first.
