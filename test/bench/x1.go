@@ -357,7 +357,7 @@ func x1Rows(backend string, cfg config, points []x1Point) []row {
 			rows = append(rows,
 				row{"X1", at + ": `memfs mount` until `ls -l` of the root answers", secs(m.lsSecs), secs(rm.lsSecs), ratioUp(m.lsSecs / rm.lsSecs), mountGoal},
 				row{"X1", at + ": `memfs mount` until all content is fetched; VmRSS then", fmt.Sprintf("%s; %.0f MiB", secs(m.fetchSecs), m.rssMiB), fmt.Sprintf("%s; %.0f MiB", secs(rm.fetchSecs), rm.rssMiB), ratioUp(m.fetchSecs/rm.fetchSecs) + "; " + ratioUp(m.rssMiB/rm.rssMiB), "reported"},
-				row{"X1", at + ": `ls -lR | wc -l`; `grep -r needle` over the mount", fmt.Sprintf("%s; %s", secs(m.lsRSecs), secs(m.grepSecs)), fmt.Sprintf("%s; %s", secs(rm.lsRSecs), secs(rm.grepSecs)), ratioUp(m.lsRSecs/rm.lsRSecs) + "; " + ratioUp(m.grepSecs/rm.grepSecs), "reported"})
+				row{"X1", at + ": `ls -lR`; `grep -r needle` over the mount", fmt.Sprintf("%s; %s", secs(m.lsRSecs), secs(m.grepSecs)), fmt.Sprintf("%s; %s", secs(rm.lsRSecs), secs(rm.grepSecs)), ratioUp(m.lsRSecs/rm.lsRSecs) + "; " + ratioUp(m.grepSecs/rm.grepSecs), "reported"})
 		}
 	}
 	return rows
