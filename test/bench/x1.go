@@ -67,29 +67,23 @@ func benchX1(ctx context.Context, cfg config) ([]row, error) {
 	}
 	defer os.RemoveAll(dir)
 	var bin string
+	noMounts := "-x1mounts=false"
 	if x1opts.mounts {
-		if why := x1CannotMount(); why != "" {
-			fmt.Fprintf(os.Stderr, "bench: X1: no mounts: %s\n", why)
-			x1opts.mounts = false
+		if noMounts = x1CannotMount(); noMounts != "" {
+			fmt.Fprintf(os.Stderr, "bench: X1: no mounts: %s\n", noMounts)
 		} else if bin, err = q1Binary(dir); err != nil {
 			return nil, err
 		}
 	}
-	backends := []struct {
-		name string
-		dsn  func(size int) (string, func(), error)
-	}{{"SQLite", func(size int) (string, func(), error) {
+	backends := []x1Database{{"SQLite", func(size int) (string, func(), error) {
 		return fmt.Sprintf("%s/x1-%d.db", dir, size), func() {}, nil
 	}}}
 	if cfg.pgURL != "" {
-		backends = append(backends, struct {
-			name string
-			dsn  func(size int) (string, func(), error)
-		}{"PostgreSQL", func(int) (string, func(), error) { return scratchPostgres(ctx, cfg.pgURL) }})
+		backends = append(backends, x1Database{"PostgreSQL", func(int) (string, func(), error) { return scratchPostgres(ctx, cfg.pgURL) }})
 	}
 	var rows []row
 	for _, b := range backends {
-		r, err := x1Backend(ctx, cfg, b.name, b.dsn, sizes, bin, dir)
+		r, err := x1Backend(ctx, cfg, b, sizes, bin, dir)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.name, err)
 		}
@@ -98,8 +92,8 @@ func benchX1(ctx context.Context, cfg config) ([]row, error) {
 	if cfg.pgURL == "" {
 		rows = append(rows, row{"X1", "PostgreSQL", "skipped: set MEMFS_BENCH_POSTGRES_URL", "", "", ""})
 	}
-	if !x1opts.mounts {
-		rows = append(rows, row{"X1", "mounts", "skipped: " + x1CannotMount(), "", "", ""})
+	if bin == "" {
+		rows = append(rows, row{"X1", "mounts", "skipped: " + noMounts, "", "", ""})
 	}
 	return rows, nil
 }
@@ -114,6 +108,13 @@ func x1Sizes(s string) ([]int, error) {
 		sizes = append(sizes, n)
 	}
 	return sizes, nil
+}
+
+// x1Database is a backend X1 measures: dsn gives a fresh database for
+// the store of one size, and a function that drops it.
+type x1Database struct {
+	name string
+	dsn  func(size int) (string, func(), error)
 }
 
 // x1Point is what X1 measured at one store size.
@@ -154,10 +155,12 @@ func x1Content(i int) string {
 	return c
 }
 
-func x1Backend(ctx context.Context, cfg config, name string, dsnFor func(size int) (string, func(), error), sizes []int, bin, dir string) ([]row, error) {
+// x1Backend grows a store of each size in a database of its own, measures
+// them side by side, then mounts each, and reports.
+func x1Backend(ctx context.Context, cfg config, b x1Database, sizes []int, bin, dir string) ([]row, error) {
 	stores := make([]*x1Store, len(sizes))
 	for i, size := range sizes {
-		dsn, drop, err := dsnFor(size)
+		dsn, drop, err := b.dsn(size)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +178,7 @@ func x1Backend(ctx context.Context, cfg config, name string, dsnFor func(size in
 		if err := stores[i].grow(ctx, cfg.concurrency); err != nil {
 			return nil, fmt.Errorf("grow to %d: %w", size, err)
 		}
-		fmt.Fprintf(os.Stderr, "bench: X1 %s: store of %d memories\n", name, size)
+		fmt.Fprintf(os.Stderr, "bench: X1 %s: store of %d memories\n", b.name, size)
 	}
 	samples := make([]x1Samples, len(stores))
 	for i := range samples {
@@ -204,7 +207,7 @@ func x1Backend(ctx context.Context, cfg config, name string, dsnFor func(size in
 			}
 		}
 	}
-	return x1Rows(name, cfg, points), nil
+	return x1Rows(b.name, cfg, points), nil
 }
 
 // grow creates the store's memories.
