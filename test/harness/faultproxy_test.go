@@ -135,8 +135,8 @@ func TestFaultProxy(t *testing.T) {
 		// A new connection is accepted, and hangs until the client's
 		// own timeout.
 		before := p.Conns()
+		start := time.Now() // before the deadline is set: took can't come out a hair short of it
 		c, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-		start := time.Now()
 		_, err = cl.CreateStore(c, store.CreateStoreInput{Name: "blackhole: new connection"})
 		took := time.Since(start)
 		cancel()
