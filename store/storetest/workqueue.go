@@ -27,6 +27,9 @@ var workTests = []test{
 	{"Stats", testWorkStats},
 	{"Healthcheck", testWorkHealthcheck},
 	{"Wakeups", testWorkWakeups},
+	{"WakeOne", testWorkWakeOne},
+	{"WakePassedOn", testWorkWakePassedOn},
+	{"FeedWakesAll", testFeedWakesAll},
 	{"ConcurrentPolls", testWorkConcurrentPolls},
 }
 
