@@ -29,6 +29,7 @@ var workTests = []test{
 	{"Wakeups", testWorkWakeups},
 	{"WakeOne", testWorkWakeOne},
 	{"WakePassedOn", testWorkWakePassedOn},
+	{"WakeHandedOn", testWorkWakeHandedOn},
 	{"FeedWakesAll", testFeedWakesAll},
 	{"ConcurrentPolls", testWorkConcurrentPolls},
 }
