@@ -48,8 +48,9 @@ import (
 //
 // On PostgreSQL an enqueue wakes through its NOTIFY alone, in every
 // process including its own (DB.enqueued): commit delivers it to every
-// listener, and a listener that reconnects wakes all its waiters, so
-// step 2's wake is never missing. SQLite wakes in DB.enqueued.
+// listener, so step 2's wake is never missing. While a listener is away
+// its process's polls find items at their block's end, and its reconnect
+// wakes all of them. SQLite wakes in DB.enqueued.
 //
 // The cost: an enqueue wakes one poll per process, and a claim one more,
 // which finds the next item in a burst or nothing. Every enqueue

@@ -29,10 +29,9 @@ const (
 	q1Workers  = 50
 	q1Sessions = 1000
 	q1Rate     = 50 // sessions/s in the paced runs
-	// q1FastRate is the paced run that once saturated a 2-core machine,
-	// when every enqueue woke every blocked poll (issue: the thundering
-	// herd); it checks that an enqueue costs a few polls, not one per
-	// worker.
+	// q1FastRate paces the run that saturated a 2-core machine when every
+	// enqueue woke every blocked poll (the thundering herd): an enqueue
+	// must cost a few poll queries, not one per worker.
 	q1FastRate = 200
 )
 
