@@ -248,7 +248,11 @@ type WorkBackend interface {
 	UpdateWorkMetadata(ctx context.Context, envID, workID string, patch map[string]*string) (*Work, error)
 	ListWork(ctx context.Context, envID string, limit int, page string) (Page[Work], error)
 	WorkStats(ctx context.Context, envID string) (*WorkQueueStats, error)
-	// SubscribeQueue returns a channel closed when an item may have become
-	// available in the environment's queue.
+	// SubscribeQueue returns a channel that receives a value when an item
+	// may have become available in the environment's queue and this
+	// waiter is the one to poll for it: an enqueue wakes one waiter per
+	// process, not all of them. The release function must be called on
+	// every exit path: it passes a wake the waiter did not receive on to
+	// another waiter, so none is lost.
 	SubscribeQueue(envID string) (<-chan struct{}, func())
 }

@@ -201,6 +201,12 @@ type secretJSON struct {
 	SessionsToken string `json:"sessions_token"`
 }
 
+// pollWork claims an item, or blocks up to block_ms for one. It subscribes
+// before each poll, so an enqueue committed during the poll still wakes
+// it. An enqueue wakes one blocked poll per process, not every one
+// (sqlstore's queuewake.go), so every exit path calls release: a wake
+// this poll was handed but did not take (it claimed an item, or left at
+// its deadline, at shutdown or with its request) goes to the next waiter.
 func (s *Server) pollWork(w http.ResponseWriter, r *http.Request, p *principal) (int, any, error) {
 	envID := r.PathValue("env_id")
 	if err := requireEnvKey(p, envID); err != nil {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,10 +30,12 @@ import (
 type queueObserved struct {
 	store.Backend
 	emptyPolls chan struct{}
+	polls      atomic.Int64 // Poll calls returned
 }
 
 func (b *queueObserved) Poll(ctx context.Context, in store.PollInput) (*store.Work, error) {
 	w, err := b.Backend.Poll(ctx, in)
+	b.polls.Add(1)
 	if err == nil && w == nil {
 		select {
 		case b.emptyPolls <- struct{}{}:

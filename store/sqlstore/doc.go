@@ -152,7 +152,10 @@
 // so does the work queue: enqueuing an item (a session create, a
 // healthcheck) notifies "queue:" + environment id in its transaction, so
 // a work poll blocked on any process wakes at the commit instead of
-// waiting out its block_ms. A claim or lease that lapses sends nothing:
+// waiting out its block_ms. Unlike the change feed, the work queue wakes
+// ONE blocked poll per enqueue in each process, not all of them
+// (queuewake.go: a broadcast made every enqueue cost a poll query per
+// worker). A claim or lease that lapses sends nothing:
 // the item is offered on the next poll, which block_ms bounds. SQLite has
 // one process, so its wake-up stays in-process. A notification lost while
 // the listener reconnects is covered by waking every waiter after the

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ type pgListener struct {
 	wg     sync.WaitGroup
 }
 
-func startListener(ctx context.Context, dsn string, h *hub, log logrus.FieldLogger) (*pgListener, error) {
+func startListener(ctx context.Context, dsn string, h waiters, log logrus.FieldLogger) (*pgListener, error) {
 	conn, err := listenConn(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func listenConn(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-func listenLoop(ctx context.Context, conn *pgx.Conn, h *hub) error {
+func listenLoop(ctx context.Context, conn *pgx.Conn, h waiters) error {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -79,6 +80,29 @@ func listenLoop(ctx context.Context, conn *pgx.Conn, h *hub) error {
 		}
 		h.notify(n.Payload)
 	}
+}
+
+// waiters are the two kinds of waiters a NOTIFY can wake: change-feed
+// waiters (hub, a store id or "events:" payload) wake all at once, work
+// polls (queueWaiters, a "queue:" payload) one at a time.
+type waiters struct {
+	feed  *hub
+	queue *queueWaiters
+}
+
+// notify routes a NOTIFY payload to its waiters.
+func (w waiters) notify(payload string) {
+	if strings.HasPrefix(payload, queuePrefix) {
+		w.queue.wake(payload)
+		return
+	}
+	w.feed.notify(payload)
+}
+
+// notifyAll wakes every waiter of both kinds.
+func (w waiters) notifyAll() {
+	w.feed.notifyAll()
+	w.queue.wakeAll()
 }
 
 func (l *pgListener) close() {

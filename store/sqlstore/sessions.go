@@ -117,14 +117,16 @@ func (db *DB) CreateSession(ctx context.Context, in store.CreateSessionInput) (*
 	if err != nil {
 		return nil, err
 	}
-	db.hub.notify(queueKey(in.EnvironmentID))
+	db.enqueued(in.EnvironmentID)
 	return db.GetSession(ctx, id)
 }
 
-// enqueue inserts a queued work item and, on PostgreSQL, notifies other
+// enqueue inserts one queued work item and, on PostgreSQL, notifies other
 // processes at commit, so a work poll blocked on any memfs serve sharing
-// the database wakes (not only one in this process). The caller wakes
-// this process's waiters after the commit.
+// the database wakes (not only one in this process). The caller calls
+// enqueued after the commit. One item, one wake: a transaction enqueuing
+// several would have to wake as many (PostgreSQL folds identical NOTIFYs
+// of one transaction into one).
 func (db *DB) enqueue(ctx context.Context, tx *sql.Tx, envID, dataType, dataID string, now int64) error {
 	if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO work_items (id, environment_id, data_type, data_id, state, metadata, created_at, lease_ttl) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`),
 		store.NewID(store.PrefixWork), envID, dataType, dataID, store.WorkQueued, now, int64(store.DefaultLeaseTTL.Seconds())); err != nil {

@@ -53,6 +53,8 @@ type DB struct {
 	d    *dialect
 	opts Options
 	hub  hub
+	// queue wakes blocked work polls, one per enqueue (queuewake.go).
+	queue queueWaiters
 	// writeMu serializes write transactions on SQLite (one writer).
 	writeMu sync.Mutex
 
@@ -151,7 +153,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		sqldb.Close()
 		return nil, err
 	}
-	db.listener, err = startListener(ctx, dsn, &db.hub, opts.Log)
+	db.listener, err = startListener(ctx, dsn, waiters{feed: &db.hub, queue: &db.queue}, opts.Log)
 	if err != nil {
 		sqldb.Close()
 		return nil, err

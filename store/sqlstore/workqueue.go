@@ -10,9 +10,12 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// queueKey is the hub key, and the NOTIFY payload, of an environment's
-// work queue.
-func queueKey(envID string) string { return "queue:" + envID }
+// queuePrefix starts the NOTIFY payloads of work queues.
+const queuePrefix = "queue:"
+
+// queueKey is the queueWaiters key, and the NOTIFY payload, of an
+// environment's work queue.
+func queueKey(envID string) string { return queuePrefix + envID }
 
 const workColumns = `n, id, environment_id, data_type, data_id, state, metadata, created_at, acknowledged_at, started_at, latest_heartbeat_at, stop_requested_at, stopped_at`
 
@@ -47,6 +50,15 @@ func (db *DB) lockWork(ctx context.Context, tx *sql.Tx, envID, workID string) (*
 	return w, mapErr(err)
 }
 
+// enqueued wakes one work poll of envID after an enqueue committed. On
+// PostgreSQL the enqueue's NOTIFY reaches this process's own listener
+// too, which wakes one: waking here as well would wake two per enqueue.
+func (db *DB) enqueued(envID string) {
+	if db.d.notify == "" {
+		db.queue.wake(queueKey(envID))
+	}
+}
+
 // EnqueueHealthcheck queues a healthcheck item.
 func (db *DB) EnqueueHealthcheck(ctx context.Context, envID string) (*store.Work, error) {
 	if _, err := db.GetEnvironment(ctx, envID); err != nil {
@@ -59,7 +71,7 @@ func (db *DB) EnqueueHealthcheck(ctx context.Context, envID string) (*store.Work
 	if err != nil {
 		return nil, err
 	}
-	db.hub.notify(queueKey(envID))
+	db.enqueued(envID)
 	var wid string
 	if err := db.sql.QueryRowContext(ctx, db.d.q(`SELECT id FROM work_items WHERE data_id = ?`), id).Scan(&wid); err != nil {
 		return nil, mapErr(err)
@@ -117,6 +129,9 @@ func (db *DB) Poll(ctx context.Context, in store.PollInput) (*store.Work, error)
 	if err != nil || id == "" {
 		return nil, err
 	}
+	// Hand the wake on: this claim may have taken another item than the
+	// one this poll was woken for (queuewake.go, step 4).
+	db.queue.wake(queueKey(in.EnvironmentID))
 	return db.GetWork(ctx, in.EnvironmentID, id)
 }
 
@@ -314,10 +329,14 @@ func (db *DB) WorkStats(ctx context.Context, envID string) (*store.WorkQueueStat
 	return st, mapErr(err)
 }
 
-// SubscribeQueue returns a channel closed when an item is queued in the
-// environment: by this process, or on PostgreSQL by any process (enqueue's
-// NOTIFY reaches the listener). A lease or claim lapsing does not close
-// it; pollers find those on their next poll.
+// SubscribeQueue returns a channel that receives a value when this waiter
+// is the one woken: an enqueue (by this process, or on PostgreSQL by any
+// process: enqueue's NOTIFY reaches the listener) or a claim in this
+// process wakes the oldest waiter of the environment that holds no wake,
+// not all of them (queuewake.go says why no item is stranded). A lease or
+// claim lapsing wakes nobody; pollers find those on their next poll. The
+// release function must be called on every exit path, received or not:
+// it passes a wake the waiter did not receive to the next waiter.
 func (db *DB) SubscribeQueue(envID string) (<-chan struct{}, func()) {
-	return db.hub.subscribe(queueKey(envID))
+	return db.queue.subscribe(queueKey(envID))
 }

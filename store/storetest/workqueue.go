@@ -27,6 +27,10 @@ var workTests = []test{
 	{"Stats", testWorkStats},
 	{"Healthcheck", testWorkHealthcheck},
 	{"Wakeups", testWorkWakeups},
+	{"WakeOne", testWorkWakeOne},
+	{"WakePassedOn", testWorkWakePassedOn},
+	{"WakeHandedOn", testWorkWakeHandedOn},
+	{"FeedWakesAll", testFeedWakesAll},
 	{"ConcurrentPolls", testWorkConcurrentPolls},
 }
 

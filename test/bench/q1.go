@@ -29,6 +29,10 @@ const (
 	q1Workers  = 50
 	q1Sessions = 1000
 	q1Rate     = 50 // sessions/s in the paced runs
+	// q1FastRate paces the run that saturated a 2-core machine when every
+	// enqueue woke every blocked poll (the thundering herd): an enqueue
+	// must cost a few poll queries, not one per worker.
+	q1FastRate = 200
 )
 
 // benchQ1 measures work-queue claim latency, from a session create's
@@ -36,11 +40,11 @@ const (
 // memfs serve processes (built from this checkout) on one scratch
 // database, so a wake-up across them goes through PostgreSQL's NOTIFY,
 // and q1Workers workers polling with block_ms=999.
-// Three runs: paced creates (q1Rate/s) through one serve with every worker
+// Four runs: paced creates (q1Rate/s) through one serve with every worker
 // on the others (only a cross-process wake-up, or a block running out,
 // answers them), paced creates spread over all serves with workers on all
-// of them, and a burst of q1Sessions (the queue drained as fast as the
-// workers can claim).
+// of them, at q1Rate/s and at q1FastRate/s, and a burst of q1Sessions
+// (the queue drained as fast as the workers can claim).
 func benchQ1(ctx context.Context, cfg config) ([]row, error) {
 	if cfg.pgURL == "" {
 		return []row{{"Q1", "PostgreSQL", "skipped: set MEMFS_BENCH_POSTGRES_URL", "", "", ""}}, nil
@@ -62,6 +66,7 @@ func benchQ1(ctx context.Context, cfg config) ([]row, error) {
 	}{
 		{fmt.Sprintf("paced %d/s through 1 serve, workers on the other %d", q1Rate, q1Serves-1), q1Rate, true},
 		{fmt.Sprintf("paced %d/s, serves and workers mixed", q1Rate), q1Rate, false},
+		{fmt.Sprintf("paced %d/s, serves and workers mixed", q1FastRate), q1FastRate, false},
 		{"burst, serves and workers mixed", 0, false},
 	} {
 		dsn, drop, err := scratchPostgres(ctx, cfg.pgURL)
