@@ -111,7 +111,7 @@ func (o *EngineOptions) Validate() error {
 	if o.Interval < MinInterval {
 		return fmt.Errorf("the sync interval must be at least %s, not %s", MinInterval, o.Interval)
 	}
-	if o.Quiet != 0 && (o.Quiet < MinQuiet || o.Quiet >= o.Interval) {
+	if !QuietValid(o.Quiet, o.Interval) {
 		return fmt.Errorf("the sync quiet period must be at least %s and shorter than the interval (%s), or off, not %s", MinQuiet, o.Interval, o.Quiet)
 	}
 	switch o.Deletions {

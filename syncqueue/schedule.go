@@ -46,6 +46,14 @@ const (
 // passes someone editing can cause at ten a second.
 const MinQuiet = 100 * time.Millisecond
 
+// QuietValid is the one rule for a quiet period with sync interval
+// interval: off (0), or at least MinQuiet and shorter than the interval.
+// The engine, the worker's Config and the command line each check it,
+// each wording the refusal in its own terms.
+func QuietValid(quiet, interval time.Duration) bool {
+	return quiet == 0 || (quiet >= MinQuiet && quiet < interval)
+}
+
 // DefaultQuiet is memfs's default quiet period (--memory-sync-quiet).
 // The package's default is off (EngineOptions.Quiet 0).
 const DefaultQuiet = time.Second

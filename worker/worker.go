@@ -90,7 +90,7 @@ func (c *Config) Validate() error {
 	if c.Interval != 0 && c.Interval < syncqueue.MinInterval {
 		return fmt.Errorf("the memory sync interval must be at least %s (or off), not %s", syncqueue.MinInterval, c.Interval)
 	}
-	if c.Interval != 0 && c.Quiet != 0 && (c.Quiet < syncqueue.MinQuiet || c.Quiet >= c.Interval) {
+	if c.Interval != 0 && !syncqueue.QuietValid(c.Quiet, c.Interval) {
 		return fmt.Errorf("the memory sync quiet period must be at least %s and shorter than the interval (%s), or off, not %s", syncqueue.MinQuiet, c.Interval, c.Quiet)
 	}
 	switch c.Deletions {

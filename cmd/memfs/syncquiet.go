@@ -24,10 +24,7 @@ func (s *syncFlags) parseQuiet(interval time.Duration) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("--memory-sync-quiet must be a duration like 1s, or off, not %q", s.quiet)
 	}
-	if d == 0 {
-		return 0, nil
-	}
-	if d < syncqueue.MinQuiet || d >= interval {
+	if !syncqueue.QuietValid(d, interval) {
 		return 0, fmt.Errorf("--memory-sync-quiet must be at least %s and shorter than --memory-sync-interval (%s), or off, not %s", syncqueue.MinQuiet, interval, d)
 	}
 	return d, nil
