@@ -298,12 +298,9 @@ func (a *updateArg) result() *store.Memory { return a.res }
 // write: built from what was written, a value of its own, so a later write
 // of the group to the same memory leaves it as it is.
 func (db *DB) updateIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *updateArg) (refused, err error) {
-	cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), a.storeID, a.memoryID), true)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFoundMemory(a.memoryID), nil
-	}
-	if err != nil {
-		return nil, mapErr(err)
+	cur, refused, err := db.memoryIn(ctx, tx, a.storeID, a.memoryID, true)
+	if cur == nil {
+		return refused, err
 	}
 	if st.archived {
 		return archivedErr(a.storeID), nil
@@ -365,14 +362,26 @@ func (a *deleteArg) apply(ctx context.Context, db *DB, tx *sql.Tx, st *lockedSto
 
 func (a *deleteArg) result() *store.Memory { return nil }
 
-// deleteIn checks and writes one delete in tx, as createIn does a create.
-func (db *DB) deleteIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *deleteArg) (refused, err error) {
-	cur, err := scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), a.storeID, a.memoryID), false)
+// memoryIn reads the memory a write of a group changes, as tx shows it
+// (with its content if full). A memory that isn't there is the write's
+// refusal; anything else failing is the database's error. cur is nil
+// whenever either is set.
+func (db *DB) memoryIn(ctx context.Context, tx *sql.Tx, storeID, memoryID string, full bool) (cur *store.Memory, refused, err error) {
+	cur, err = scanMemory(tx.QueryRowContext(ctx, db.d.q(qGetMemory), storeID, memoryID), full)
 	if errors.Is(err, sql.ErrNoRows) {
-		return notFoundMemory(a.memoryID), nil
+		return nil, notFoundMemory(memoryID), nil
 	}
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, nil, mapErr(err)
+	}
+	return cur, nil, nil
+}
+
+// deleteIn checks and writes one delete in tx, as createIn does a create.
+func (db *DB) deleteIn(ctx context.Context, tx *sql.Tx, st *lockedStore, a *deleteArg) (refused, err error) {
+	cur, refused, err := db.memoryIn(ctx, tx, a.storeID, a.memoryID, false)
+	if cur == nil {
+		return refused, err
 	}
 	// An archived store still lets its memories be deleted (the SDK
 	// documents it), unlike every other write.
