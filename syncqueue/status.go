@@ -98,7 +98,12 @@ func (e *Engine) Status() Status {
 	// Unsaved while faulted is the fault's doing, not a full disk.
 	s.JournalBytes, s.NoSpace = js.FileBytes, js.NoSpace || js.Unsaved && js.Fault == nil
 	if js.Fault != nil {
-		s.JournalError = JournalIOReason(js.Fault)
+		// A fresh journal file may fail for want of room too.
+		if reason, noSpace := journalReason(js.Fault); noSpace {
+			s.NoSpace = true
+		} else {
+			s.JournalError = reason
+		}
 	}
 	if d := e.journal.Damage(); d != nil {
 		s.Damaged = &DamageStatus{KeptAt: d.KeptAt, LostBytes: d.LostBytes(), Records: d.Records, Reason: d.Reason}
