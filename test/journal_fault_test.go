@@ -84,6 +84,17 @@ func TestFaultJournalFdatasyncEIO(t *testing.T) {
 	if !found {
 		t.Errorf("memfs status --json does not list %s: %+v", refused, s.Pending)
 	}
+	// The sync invariant, during the fault: every closed file is in the
+	// store, or pending with a reason (no conflict can arise here).
+	stored, pending := e.contents(), map[string]string{}
+	for _, c := range s.Pending {
+		pending[c.Path] = c.Reason
+	}
+	for p, c := range want {
+		if stored[p] != c && pending[p] == "" {
+			t.Errorf("%s is neither in the store (%q) nor pending: the invariant is broken", p, stored[p])
+		}
+	}
 	text, _, _ := cvMemfs(t, nil, "status", "--state-dir", e.stateDir)
 	t.Logf("memfs status during the fault:\n%s", text)
 	for _, w := range []string{ioReason, "I/O ERROR ON THE JOURNAL (EIO)"} {
