@@ -26,7 +26,7 @@ func (j *Journal) Sync() error {
 	}
 	if j.fault != nil {
 		j.mu.Unlock()
-		return j.recover()
+		return j.recoverFault()
 	}
 	target, f, hook := j.st.lastLSN, j.f, j.testHookSync
 	if j.syncedLSN >= target {
@@ -55,7 +55,7 @@ func (j *Journal) Sync() error {
 		}
 		j.faultLocked(j.ioError("fdatasync", err))
 		j.mu.Unlock()
-		return j.recover()
+		return j.recoverFault()
 	}
 	j.syncedLSN = target
 	j.mu.Unlock()
@@ -109,7 +109,7 @@ func (j *Journal) run(ctx context.Context) {
 // and otherwise compacts if that pays. It reports whether to try again.
 func (j *Journal) tend(ctx context.Context) (retry bool) {
 	if j.faulted() {
-		return j.recover() != nil && ctx.Err() == nil
+		return j.recoverFault() != nil && ctx.Err() == nil
 	}
 	return j.maybeCompact(ctx)
 }
@@ -153,7 +153,7 @@ func (j *Journal) shutdown() {
 	case j.err != nil:
 		errs = append(errs, j.err)
 	case j.fault != nil:
-		if err := j.recoverLocked(); err != nil {
+		if err := j.recoverFaultLocked(); err != nil {
 			errs = append(errs, err)
 		}
 	}

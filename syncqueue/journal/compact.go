@@ -138,7 +138,7 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 	if err := durable.SyncDir(j.dir); err != nil {
 		// The new file is synced, its name may not be.
 		j.faultLocked(&IOError{Op: "fsync directory after a compaction", Path: j.dir, Err: err})
-		return j.recoverLocked()
+		return j.recoverFaultLocked()
 	}
 	j.syncedLSN = j.st.lastLSN
 	j.unsaved = false
@@ -163,7 +163,7 @@ func (j *Journal) truncateIfEmpty(err error) error {
 	}
 	if serr := j.syncFile(j.f); serr != nil {
 		j.faultLocked(j.ioError("fdatasync after cutting it to its header", serr))
-		return j.recoverLocked()
+		return j.recoverFaultLocked()
 	}
 	j.size, j.syncedLSN, j.unsaved = headerLen, j.st.lastLSN, false
 	return nil

@@ -41,10 +41,10 @@ func (j *Journal) faulted() bool {
 	return j.fault != nil && !j.closed && j.err == nil
 }
 
-// recover writes a fresh journal file if the journal is faulted. It
+// recoverFault writes a fresh journal file if the journal is faulted. It
 // returns nil when the journal is (now) sound, else the error that keeps
 // it faulted.
-func (j *Journal) recover() error {
+func (j *Journal) recoverFault() error {
 	j.compactMu.Lock()
 	defer j.compactMu.Unlock()
 	j.mu.Lock()
@@ -55,14 +55,14 @@ func (j *Journal) recover() error {
 	if j.err != nil {
 		return j.err
 	}
-	return j.recoverLocked()
+	return j.recoverFaultLocked()
 }
 
-// recoverLocked is recover with the locks held: a no-op when the journal
+// recoverFaultLocked is recoverFault with the locks held: a no-op when the journal
 // is not faulted. It logs the first failure of a streak and its end.
 //
 // REQUIRES: j.compactMu and j.mu held.
-func (j *Journal) recoverLocked() error {
+func (j *Journal) recoverFaultLocked() error {
 	if j.fault == nil {
 		return nil
 	}
