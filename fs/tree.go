@@ -160,8 +160,9 @@ type Tree struct {
 	// tooDeepLogged: the depth limit's ENAMETOOLONG was explained once. GUARDED_BY(mu).
 	tooDeepLogged bool
 	// unjournaled holds the files whose close could not be journaled (a
-	// full state dir): they keep their new content, dirty, and
-	// RetryUnjournaled journals them once there is room. GUARDED_BY(mu).
+	// full state dir, an I/O error on the journal), with why: they keep
+	// their new content, dirty, and RetryUnjournaled journals them once
+	// the journal takes them. GUARDED_BY(mu).
 	unjournaled map[uint64]error
 	// lazy holds the files whose content is not fetched yet, by file id.
 	// GUARDED_BY(mu).

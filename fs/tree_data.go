@@ -298,9 +298,10 @@ func (t *Tree) setAttr(ino uint64, in SetAttrIn) (Attr, error) {
 }
 
 // Commit journals a changed file's whole content (at close/flush). If the
-// journal can't take it (a full state dir), the file keeps its new
-// content, still dirty, and is journaled by RetryUnjournaled once there is
-// room; the error (ENOSPC) tells the closer. Content that can't be
+// journal can't take it (a full state dir, an I/O error on the journal),
+// the file keeps its new content, still dirty, and is journaled by
+// RetryUnjournaled once it can; the error (ENOSPC, EIO, ...) tells the
+// closer. Content that can't be
 // uploaded (not UTF-8) is journaled like any other and Commit returns
 // ErrNotUTF8: nothing is lost, the upload waits until it is valid.
 func (t *Tree) Commit(ino uint64) error {

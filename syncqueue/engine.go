@@ -418,7 +418,12 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 		e.log.WithFields(logrus.Fields{"left": left, "reasons": why}).Warn("changes stay in the journal at the end of this mount: they are replayed and uploaded by the next mount of this store (memfs status lists them)")
 	}
 	if u := e.tree.Unjournaled(); len(u) > 0 {
-		e.log.WithField("files", len(u)).Error("files closed while the state dir was full are still not journaled: their last changes are lost with this mount")
+		why := map[string]int{}
+		for _, err := range u {
+			r, _ := journalReason(err)
+			why[r]++
+		}
+		e.log.WithFields(logrus.Fields{"files": len(u), "reasons": why}).Error("files whose close the journal could not take are still not journaled: their last changes are lost with this mount")
 	}
 	return res
 }

@@ -158,6 +158,7 @@ const (
 	capFailure                      // the store is at its memory cap: retried every pass
 	conflictFailure                 // the store changed it too: the store wins
 	pathFailure                     // a path conflict: retried after the pass's other changes
+	journalFailure                  // the journal could not record the answer: retried next pass, no outage
 )
 
 // Reasons a change waits, as status shows them (sync.md, the invariant).
@@ -272,7 +273,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	e := f.e
 	start := e.now()
 	if left, err := e.tree.RetryUnjournaled(); left > 0 {
-		f.log.WithError(err).WithField("files", left).Debug("files closed while the journal had no room are still not journaled")
+		f.log.WithError(err).WithField("files", left).Debug("files whose close could not be journaled are still not journaled")
 	}
 
 	e.syncMu.Lock()
@@ -420,7 +421,7 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	}
 	if o.replace != nil {
 		if err := f.e.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
-			return err
+			return &journalError{err}
 		}
 	}
 	if o.kind == opCreate || recreated {
@@ -435,7 +436,7 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	}
 	delete(ms.created, e.Path)
 	if err := f.e.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
-		return err
+		return &journalError{err}
 	}
 	if fresh {
 		ms.agree(e.FileID, m)
@@ -508,7 +509,12 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	w := wait{err: err.Error(), lsn: e.LSN, at: f.e.now()}
 	v = transientFailure
+	var je *journalError
 	switch {
+	case errors.As(err, &je):
+		// The store answered; the journal is what failed.
+		w.reason, _ = journalReason(je.err)
+		v = journalFailure
 	case errors.Is(err, store.ErrPathConflict):
 		w.reason, v = ReasonPath, pathFailure
 	case errors.Is(err, store.ErrPreconditionFailed):

@@ -27,10 +27,13 @@ type Left struct {
 	// ReasonCap, ...; ReasonWaiting for one a final sync cut short never
 	// tried).
 	Reasons map[string]int `json:"reasons,omitempty"`
-	// Unjournaled is how many files were closed while the state dir was
-	// full and never reached the journal: their last changes are lost with
-	// the mount. They are not in Changes.
+	// Unjournaled is how many files were closed while the journal could
+	// not take them and never reached it: their last changes are lost
+	// with the mount. They are not in Changes.
 	Unjournaled int `json:"unjournaled"`
+	// UnjournaledReasons counts them by the reason status gives
+	// (ReasonNoSpace, "I/O error on the journal (EIO)", ...).
+	UnjournaledReasons map[string]int `json:"unjournaled_reasons,omitempty"`
 }
 
 // Empty reports whether everything the mount was given reached the store
@@ -56,12 +59,25 @@ func (l Left) String() string {
 		parts = append(parts, s)
 	}
 	if l.Unjournaled > 0 {
-		parts = append(parts, plural(l.Unjournaled, "file")+" never journaled (the state dir was full)")
+		parts = append(parts, plural(l.Unjournaled, "file")+" never journaled"+UnjournaledWhy(l.UnjournaledReasons))
 	}
 	if len(parts) == 0 {
 		return "nothing"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// UnjournaledWhy is " (2 no space for the journal, 1 I/O error on the
+// journal (EIO))" for reasons counted, "" for none.
+func UnjournaledWhy(reasons map[string]int) string {
+	if len(reasons) == 0 {
+		return ""
+	}
+	var rs []string
+	for _, r := range slices.Sorted(maps.Keys(reasons)) {
+		rs = append(rs, fmt.Sprintf("%d %s", reasons[r], r))
+	}
+	return " (" + strings.Join(rs, ", ") + ")"
 }
 
 func plural(n int, what string) string {
@@ -85,6 +101,10 @@ func (e *Engine) leftNow() Left {
 	for _, c := range e.Status().Pending {
 		if c.Op == "unjournaled" {
 			l.Unjournaled++
+			if l.UnjournaledReasons == nil {
+				l.UnjournaledReasons = map[string]int{}
+			}
+			l.UnjournaledReasons[c.Reason]++
 			continue
 		}
 		l.Changes++

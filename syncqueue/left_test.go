@@ -62,8 +62,9 @@ func TestLeftString(t *testing.T) {
 	if s := (Left{StoreID: "memstore_x"}).String(); s != "nothing" {
 		t.Errorf("empty Left says %q", s)
 	}
-	l := Left{Changes: 1, Reasons: map[string]int{ReasonUnreachable: 1}, Unjournaled: 2}
-	if s := l.String(); s != "1 change (1 store unreachable); 2 files never journaled (the state dir was full)" {
+	l := Left{Changes: 1, Reasons: map[string]int{ReasonUnreachable: 1}, Unjournaled: 2,
+		UnjournaledReasons: map[string]int{ReasonNoSpace: 1, ReasonJournalIO + " (EIO)": 1}}
+	if s := l.String(); s != "1 change (1 store unreachable); 2 files never journaled (1 I/O error on the journal (EIO), 1 no space for the journal)" {
 		t.Errorf("Left says %q", s)
 	}
 }

@@ -29,6 +29,11 @@ type Status struct {
 	// ENOSPC, the files keep their content and are journaled once there
 	// is room).
 	NoSpace bool `json:"no_space"`
+	// JournalError: an I/O error on the journal's file, and no fresh
+	// file could be written yet ("I/O error on the journal (EIO)"):
+	// closes fail with that errno, the files keep their content and are
+	// journaled once it is over.
+	JournalError string `json:"journal_error,omitempty"`
 	// Unreachable: the last request to the store failed or hangs.
 	Unreachable bool `json:"unreachable"`
 	// LastSync is when the last successful pass began: one that left
@@ -55,7 +60,8 @@ type Status struct {
 type PendingChange struct {
 	Path string `json:"path"`
 	// Op is create, update, move, delete, or unjournaled (closed while the
-	// journal had no room: only in memory until it has).
+	// journal could not take it, for want of room or an I/O error: only in
+	// memory until it can).
 	Op     string `json:"op"`
 	Reason string `json:"reason"`
 	// MemoryID is the memory the change is about ("" for a create).
@@ -89,13 +95,23 @@ func (e *Engine) Status() Status {
 		return s
 	}
 	js := e.journal.Stats()
-	s.JournalBytes, s.NoSpace = js.FileBytes, js.NoSpace || js.Unsaved
+	// Unsaved while faulted is the fault's doing, not a full disk.
+	s.JournalBytes, s.NoSpace = js.FileBytes, js.NoSpace || js.Unsaved && js.Fault == nil
+	if js.Fault != nil {
+		// A fresh journal file may fail for want of room too.
+		if reason, noSpace := journalReason(js.Fault); noSpace {
+			s.NoSpace = true
+		} else {
+			s.JournalError = reason
+		}
+	}
 	if d := e.journal.Damage(); d != nil {
 		s.Damaged = &DamageStatus{KeptAt: d.KeptAt, LostBytes: d.LostBytes(), Records: d.Records, Reason: d.Reason}
 	}
 	for p, err := range e.tree.Unjournaled() {
-		s.Pending = append(s.Pending, PendingChange{Path: p, Op: "unjournaled", Reason: ReasonNoSpace, Error: err.Error()})
-		s.NoSpace = true
+		reason, noSpace := journalReason(err)
+		s.Pending = append(s.Pending, PendingChange{Path: p, Op: "unjournaled", Reason: reason, Error: err.Error()})
+		s.NoSpace = s.NoSpace || noSpace
 	}
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()

@@ -46,16 +46,19 @@ func (e exitError) Error() string { return e.msg }
 // which explains leftovers but decides nothing.
 func stopError(left []syncqueue.Left, cut bool, replayedBy string, err error) error {
 	var stores []string
-	lost := 0
+	lost, why := 0, map[string]int{}
 	for _, l := range left {
 		if l.Changes > 0 {
 			stores = append(stores, fmt.Sprintf("%s: %s", l.StoreID, syncqueue.Left{Changes: l.Changes, Deletes: l.Deletes, Reasons: l.Reasons}))
 		}
 		lost += l.Unjournaled
+		for r, n := range l.UnjournaledReasons {
+			why[r] += n
+		}
 	}
 	var msgs []string
 	if lost > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d closed file(s) never reached the journal (the state dir was full): their last changes are lost", lost))
+		msgs = append(msgs, fmt.Sprintf("%d closed file(s) never reached the journal%s: their last changes are lost", lost, syncqueue.UnjournaledWhy(why)))
 	}
 	if len(stores) > 0 {
 		msgs = append(msgs, "changes are left in the journal ("+strings.Join(stores, "; ")+"): "+replayedBy+" uploads them; memfs status lists them")

@@ -105,6 +105,9 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.NoSpace {
 		trouble = append(trouble, "STATE DIR FULL")
 	}
+	if s.JournalError != "" {
+		trouble = append(trouble, strings.ToUpper(s.JournalError)) // I/O ERROR ON THE JOURNAL (EIO)
+	}
 	if s.RemoteBlocked {
 		trouble = append(trouble, "changes from the store wait on this host")
 	}

@@ -12,48 +12,53 @@ import (
 // storage (fdatasync): what an application's fsync waits for. It does not
 // hold the journal's lock during the fdatasync, and costs nothing when the
 // group commit already covered everything.
+//
+// A failed fdatasync faults the journal, and Sync recovers at once by
+// writing everything pending into a fresh journal file (see recover.go):
+// when that works the records are on stable storage after all and Sync
+// returns nil; otherwise it returns the *IOError, and so does every
+// change until a recovery works.
 func (j *Journal) Sync() error {
 	j.mu.Lock()
 	if err := j.usableLocked(); err != nil {
 		j.mu.Unlock()
 		return err
 	}
-	target, f := j.st.lastLSN, j.f
+	if j.fault != nil {
+		j.mu.Unlock()
+		return j.recoverFault()
+	}
+	target, f, hook := j.st.lastLSN, j.f, j.testHookSync
 	if j.syncedLSN >= target {
 		j.mu.Unlock()
 		return nil
 	}
 	j.mu.Unlock()
 
-	// Control holds a reference on the descriptor, so a compaction that
-	// closes f meanwhile can't make us fdatasync a reused fd; it makes
-	// Control fail instead.
-	var serr error
-	rc, err := f.SyscallConn()
-	if err == nil {
-		err = rc.Control(func(fd uintptr) { serr = fdatasync(int(fd)) })
-	}
-	if err == nil {
-		err = serr
-	}
+	err := syncWith(f, hook)
 
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.syncedLSN >= target {
-		// A compaction (which fsyncs the new file before its rename) or
-		// another Sync covered it.
+		// A compaction or recovery (which sync the new file before its
+		// rename) or another Sync covered it.
+		j.mu.Unlock()
 		return nil
 	}
 	if err != nil {
 		if j.closed {
+			j.mu.Unlock()
 			return ErrClosed
 		}
 		if j.err != nil {
+			defer j.mu.Unlock()
 			return j.err
 		}
-		return j.failLocked(fmt.Errorf("fdatasync journal %s: %w", j.path, err))
+		j.faultLocked(j.ioError("fdatasync", err))
+		j.mu.Unlock()
+		return j.recoverFault()
 	}
 	j.syncedLSN = target
+	j.mu.Unlock()
 	return nil
 }
 
@@ -78,7 +83,7 @@ func (j *Journal) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-retry.C:
-			if j.maybeCompact(ctx) {
+			if j.tend(ctx) {
 				retry.Reset(compactRetry)
 			}
 			continue
@@ -91,12 +96,22 @@ func (j *Journal) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		// A failure is logged and made sticky by Sync itself.
+		// A failure faults the journal; Sync logs it and tries to
+		// recover once, the retry timer every compactRetry after.
 		_ = j.Sync()
-		if j.maybeCompact(ctx) {
+		if j.faulted() || j.maybeCompact(ctx) {
 			retry.Reset(compactRetry)
 		}
 	}
+}
+
+// tend is the owner goroutine's retry: it recovers a faulted journal,
+// and otherwise compacts if that pays. It reports whether to try again.
+func (j *Journal) tend(ctx context.Context) (retry bool) {
+	if j.faulted() {
+		return j.recoverFault() != nil && ctx.Err() == nil
+	}
+	return j.maybeCompact(ctx)
 }
 
 // maybeCompact compacts if that pays, logging a failing streak once and its
@@ -118,19 +133,28 @@ func (j *Journal) maybeCompact(ctx context.Context) (retry bool) {
 	return err != nil && ctx.Err() == nil
 }
 
-// shutdown runs as the owner goroutine exits: final fdatasync, close the
-// journal, release the lock. Its result is what Close returns.
+// shutdown runs as the owner goroutine exits: final fdatasync (or, on a
+// faulted journal, one last recovery), close the journal, release the
+// lock. Its result is what Close returns.
 func (j *Journal) shutdown() {
+	j.compactMu.Lock()
+	defer j.compactMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var errs []error
-	if j.err != nil {
-		errs = append(errs, j.err)
-	} else if j.syncedLSN < j.st.lastLSN {
-		if err := fdatasync(int(j.f.Fd())); err != nil {
-			errs = append(errs, fmt.Errorf("fdatasync journal %s: %w", j.path, err))
+	if j.err == nil && j.fault == nil && j.syncedLSN < j.st.lastLSN {
+		if err := j.syncFile(j.f); err != nil {
+			j.faultLocked(j.ioError("fdatasync", err))
 		} else {
 			j.syncedLSN = j.st.lastLSN
+		}
+	}
+	switch {
+	case j.err != nil:
+		errs = append(errs, j.err)
+	case j.fault != nil:
+		if err := j.recoverFaultLocked(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := j.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {

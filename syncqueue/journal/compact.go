@@ -17,8 +17,8 @@ import (
 //
 // REQUIRES: j.mu held.
 func (j *Journal) shouldCompactLocked() bool {
-	if j.closed || j.err != nil {
-		return false
+	if j.closed || j.err != nil || j.fault != nil {
+		return false // a faulted journal is rewritten by its recovery
 	}
 	if j.unsaved {
 		return true
@@ -49,7 +49,7 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 	// Phase 1, under the lock: snapshot. Records are immutable once
 	// encoded, so the slices stay valid after the lock is released.
 	j.mu.Lock()
-	if !j.shouldCompactLocked() && !(force && j.size > headerLen+j.st.liveBytes && !j.closed && j.err == nil) {
+	if !j.shouldCompactLocked() && !(force && j.size > headerLen+j.st.liveBytes && !j.closed && j.err == nil && j.fault == nil) {
 		j.mu.Unlock()
 		return nil
 	}
@@ -102,7 +102,9 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 	// Phase 2, locked: append what was written meanwhile, commit.
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.closed || j.err != nil {
+	if j.closed || j.err != nil || j.fault != nil {
+		// A fault meanwhile: the tail below would be read from a file
+		// that can't be trusted; the recovery rewrites it all.
 		return nil
 	}
 	if j.f != old {
@@ -134,7 +136,9 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 	j.f, j.size = tmp, size
 	old.Close()
 	if err := durable.SyncDir(j.dir); err != nil {
-		return j.failLocked(fmt.Errorf("compact %s: fsync directory after rename: %w", j.path, err))
+		// The new file is synced, its name may not be.
+		j.faultLocked(&IOError{Op: "fsync directory after a compaction", Path: j.dir, Err: err})
+		return j.recoverFaultLocked()
 	}
 	j.syncedLSN = j.st.lastLSN
 	j.unsaved = false
@@ -146,17 +150,20 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 // needs no room; a crash leaves the old records, whose replay re-uploads
 // what the store already holds, which its preconditions recognise).
 // Otherwise it returns err.
+//
+// REQUIRES: j.compactMu held.
 func (j *Journal) truncateIfEmpty(err error) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.closed || j.err != nil || len(j.st.pending) != 0 {
+	if j.closed || j.err != nil || j.fault != nil || len(j.st.pending) != 0 {
 		return err
 	}
 	if terr := j.f.Truncate(headerLen); terr != nil {
 		return errors.Join(err, terr)
 	}
-	if serr := fdatasync(int(j.f.Fd())); serr != nil {
-		return j.failLocked(fmt.Errorf("fdatasync journal %s after cutting it to its header: %w", j.path, serr))
+	if serr := j.syncFile(j.f); serr != nil {
+		j.faultLocked(j.ioError("fdatasync after cutting it to its header", serr))
+		return j.recoverFaultLocked()
 	}
 	j.size, j.syncedLSN, j.unsaved = headerLen, j.st.lastLSN, false
 	return nil

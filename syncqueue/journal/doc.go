@@ -35,10 +35,29 @@
 // buffering — so a killed process loses nothing that returned. Records reach
 // stable storage (fdatasync) when [Journal.Sync] is called (an application's
 // fsync) and otherwise within Options.GroupCommit (100 ms by default) of
-// being written, by a goroutine the Journal owns. A failed fdatasync or a
-// write whose partial record cannot be removed makes the journal fail-stop:
-// every later call returns the error (after a failed fsync the kernel may
-// have dropped the dirty pages, so "retry" would silently lose data).
+// being written, by a goroutine the Journal owns.
+//
+// # Faults
+//
+// After a failed fdatasync the state of the file's unsynced pages is
+// unknown: the kernel may have dropped them, or marked them clean although
+// the disk never got them, so retrying the fdatasync and trusting its
+// success would silently lose data. The same holds after a failed write
+// (other than ENOSPC/EDQUOT, whose partial record is cut off again) or a
+// failed cut. The journal never retries the sync, appends to that file
+// again, or reads it back: everything pending is in memory, so it writes
+// the pending state from memory into a fresh journal.tmp (as a
+// compaction writes it), fdatasyncs it, renames it over journal, fsyncs
+// the directory and goes on with the new file. It tries at once, then
+// every second from the owner goroutine, and at Sync and Close.
+//
+// Until a fresh file is written the journal is faulted: Append (Put,
+// Delete) and Sync return the *IOError, which wraps the real errno (so a
+// close on the mount fails with EIO while the fault lasts, and the file
+// keeps its content to be journaled once it is over); confirmations and
+// rebases take effect in memory and are written by the recovery;
+// Stats.Fault reports the error. A crash while faulted replays the old
+// file, as any crash does.
 //
 // # Directory
 //
@@ -167,7 +186,6 @@
 //     the journal back to its header in place (ftruncate needs no room).
 //
 // # Compaction
-// # Compaction
 //
 // The journal is bounded by the pending state, not by history: when the file
 // exceeds max(Options.CompactMinBytes, 2 × the bytes of the pending entries'
@@ -186,10 +204,12 @@
 // held across write(2) (microseconds; keeps file order = LSN order and lets
 // a failed append be cut off again), across the short second phase of a
 // compaction (copy of the records appended during the first phase, one
-// fsync, rename, directory fsync), and while logging a fail-stop error; it
-// is not held across the group-commit or Sync fdatasync, nor the first
-// compaction phase. Journal.compactMu serialises compactions (the owner
-// goroutine's, Open's, and Append's when it needs room); lock order:
+// fsync, rename, directory fsync), across a recovery after a fault (a
+// rare event: it writes the whole pending state), and while logging an
+// error; it is not held across the group-commit or Sync fdatasync, nor
+// the first compaction phase. Journal.compactMu serialises compactions
+// (the owner goroutine's, Open's, and Append's when it needs room) and
+// recoveries (both write journal.tmp); lock order:
 // compactMu, then mu, never the reverse. Callers must not call the Journal
 // from a logrus hook. The directory's flock is a separate, process-level
 // lock taken first in Open and released last in Close.

@@ -2,6 +2,10 @@ package journal
 
 import (
 	"errors"
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -50,3 +54,34 @@ func (d Damage) LostBytes() int64 {
 // DamagedPrefix begins the name of every copy of a damaged journal kept in
 // a journal directory: journal.corrupt-<unix time>[-N].
 const DamagedPrefix = journalFileName + ".corrupt-"
+
+// IOError is an I/O error on the journal's files (EIO, EROFS, a failed
+// fdatasync, ...; a full disk only where it hit a fresh journal file
+// being written). While one is unrecovered the journal is faulted:
+// Append, Put, Delete and Sync return it (so the filesystem answers its
+// errno), confirmations hold in memory. See "Faults" in the package doc.
+type IOError struct {
+	Op   string // what failed: "fdatasync", "write", "rename", ...
+	Path string // the file (or directory) it failed on
+	Err  error  // the error, wrapping the errno
+}
+
+func (e *IOError) Error() string {
+	return fmt.Sprintf("I/O error on the journal (%s): %s %s: %v", e.ErrnoName(), e.Op, e.Path, e.Err)
+}
+
+// Unwrap is the underlying error, so errors.Is and errors.As see the errno.
+func (e *IOError) Unwrap() error { return e.Err }
+
+// ErrnoName is the name of the errno behind the error ("EIO"), or
+// "no errno" when it carries none.
+func (e *IOError) ErrnoName() string {
+	var errno syscall.Errno
+	if errors.As(e.Err, &errno) {
+		if n := unix.ErrnoName(errno); n != "" {
+			return n
+		}
+		return fmt.Sprintf("errno %d", int(errno))
+	}
+	return "no errno"
+}

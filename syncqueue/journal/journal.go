@@ -46,9 +46,15 @@ type Journal struct {
 	f         *os.File // the journal, O_APPEND; replaced by compaction
 	size      int64    // bytes of f
 	syncedLSN uint64   // every record up to this LSN is on stable storage
-	err       error    // sticky failure: the journal is fail-stop
+	err       error    // sticky internal failure (a bug): the journal is fail-stop
 	closed    bool     // Close was called
 	closeErr  error    // result of the final sync/close, set before done closes
+	// fault: an I/O error left the file in an unknown state and no fresh
+	// file could be written yet (see recover.go); changes are refused
+	// with it, confirmations hold in memory.
+	fault *IOError
+	// recoverFailing: a recovery failed since the fault began (logged once).
+	recoverFailing bool
 	// unsaved: bookkeeping records took effect in memory but could not be
 	// written (a full disk); a compaction must write the state.
 	unsaved bool
@@ -65,11 +71,13 @@ type Journal struct {
 
 	// Test hooks (nil in production). testHookCompactPhase1 runs between
 	// the two phases of a compaction, without the lock; testHookWrite may
-	// fail an append or a compaction before it writes; testHookAvail
-	// replaces statfs.
+	// fail an append, a compaction or a recovery before it writes;
+	// testHookAvail replaces statfs; testHookSync runs before every
+	// fdatasync of a journal file and may fail it.
 	testHookCompactPhase1 func()
 	testHookWrite         func(b []byte) error
 	testHookAvail         func() int64
+	testHookSync          func(f *os.File) error
 }
 
 // Open opens the journal in dir, creating the directory (0700) and the
@@ -244,6 +252,8 @@ func (j *Journal) Damage() *Damage {
 }
 
 // usableLocked returns why the journal can't take a call, if it can't.
+// A faulted journal still takes bookkeeping (in memory); writableLocked
+// is the check for changes.
 //
 // REQUIRES: j.mu held.
 func (j *Journal) usableLocked() error {
@@ -251,6 +261,20 @@ func (j *Journal) usableLocked() error {
 		return ErrClosed
 	}
 	return j.err
+}
+
+// writableLocked returns why the journal can't record a change now, if
+// it can't: closed, failed, or faulted.
+//
+// REQUIRES: j.mu held.
+func (j *Journal) writableLocked() error {
+	if err := j.usableLocked(); err != nil {
+		return err
+	}
+	if j.fault != nil {
+		return j.fault
+	}
+	return nil
 }
 
 // failLocked makes the journal fail-stop with err, logs it once, and
@@ -336,8 +360,12 @@ type Stats struct {
 	// memory only, for want of space in the journal's directory.
 	NoSpace bool
 	// Unsaved: confirmations hold in memory only until a compaction
-	// writes them (after NoSpace).
+	// (after NoSpace) or a recovery (after a Fault) writes them.
 	Unsaved bool
+	// Fault is the I/O error that keeps the journal faulted (nil when
+	// it is sound): changes are refused with it until a fresh journal
+	// file is written.
+	Fault *IOError
 }
 
 // Stats returns current figures.
@@ -345,7 +373,7 @@ func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	s := Stats{Pending: len(j.st.pending), FileBytes: j.size, LastLSN: j.st.lastLSN, SyncedLSN: j.syncedLSN,
-		NoSpace: j.noSpace, Unsaved: j.unsaved}
+		NoSpace: j.noSpace, Unsaved: j.unsaved, Fault: j.fault}
 	for _, e := range j.st.pending {
 		if e.Deleted {
 			s.Deletes++

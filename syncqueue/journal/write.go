@@ -46,7 +46,7 @@ func (j *Journal) Append(changes ...Change) ([]uint64, error) {
 	compacted := false
 	for {
 		j.mu.Lock()
-		if err := j.usableLocked(); err != nil {
+		if err := j.writableLocked(); err != nil {
 			j.mu.Unlock()
 			return nil, err
 		}
@@ -228,13 +228,18 @@ func (j *Journal) applyLocked(raws [][]byte, recs []*record) error {
 func (j *Journal) bookkeepLocked(r *record) error {
 	recs := []*record{r}
 	raws := j.encodeLocked(recs)
+	if j.fault != nil {
+		// The file can't be trusted: the recovery writes the state.
+		j.unsaved = true
+		j.unwritten++
+		return j.applyLocked(raws, recs)
+	}
 	if err := j.appendLocked(raws); err != nil {
-		if j.err != nil {
-			return err // fail-stop: the partial record could not be removed
-		}
-		j.noSpaceLocked(err)
-		if !j.unsaved {
-			j.log.WithError(err).Warn("journal: could not record a confirmation from the store; it holds in memory and the journal is rewritten once there is room")
+		if j.fault == nil {
+			j.noSpaceLocked(err)
+			if !j.unsaved {
+				j.log.WithError(err).Warn("journal: could not record a confirmation from the store; it holds in memory and the journal is rewritten once there is room")
+			}
 		}
 		j.unsaved = true
 		j.unwritten++
@@ -244,8 +249,9 @@ func (j *Journal) bookkeepLocked(r *record) error {
 }
 
 // appendLocked writes framed records with one write(2). If the write
-// fails, a partial write is cut off again; if even that fails, the
-// journal goes fail-stop (the next record would follow garbage).
+// fails for want of space, a partial write is cut off again; any other
+// failure, or a failure to cut it off, faults the journal (the file's
+// state is unknown: see recover.go) and returns the *IOError.
 //
 // REQUIRES: j.mu held.
 func (j *Journal) appendLocked(raws [][]byte) error {
@@ -260,14 +266,19 @@ func (j *Journal) appendLocked(raws [][]byte) error {
 			buf = append(buf, r...)
 		}
 	}
+	var err error
 	if j.testHookWrite != nil {
-		if err := j.testHookWrite(buf); err != nil {
-			return fmt.Errorf("append to journal %s: %w", j.path, err)
-		}
+		err = j.testHookWrite(buf) // fails the write before it writes
 	}
-	if _, err := j.f.Write(buf); err != nil {
+	if err == nil {
+		_, err = j.f.Write(buf)
+	}
+	if err != nil {
+		if writeFault(err) {
+			return j.faultLocked(j.ioError("write", err))
+		}
 		if terr := j.f.Truncate(j.size); terr != nil {
-			return j.failLocked(fmt.Errorf("append to journal %s failed (%v) and the partial record could not be removed: %w", j.path, err, terr))
+			return j.faultLocked(j.ioError("truncate a partial record", terr))
 		}
 		return fmt.Errorf("append to journal %s: %w", j.path, err)
 	}

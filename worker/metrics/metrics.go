@@ -26,6 +26,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -332,6 +333,8 @@ var reasonLabels = map[string]string{
 	syncqueue.ReasonRefused:     "refused",
 	syncqueue.ReasonCredential:  "credential",
 	syncqueue.ReasonConflict:    "conflict",
+	syncqueue.ReasonJournalIO:   "journal_io", // "I/O error on the journal (EIO)", any errno
+	syncqueue.ReasonJournal:     "journal",
 }
 
 // reasonLabel is a reason's label value; "other" for one this table
@@ -339,6 +342,9 @@ var reasonLabels = map[string]string{
 func reasonLabel(reason string) string {
 	if l, ok := reasonLabels[reason]; ok {
 		return l
+	}
+	if strings.HasPrefix(reason, syncqueue.ReasonJournalIO+" (") {
+		return reasonLabels[syncqueue.ReasonJournalIO]
 	}
 	return "other"
 }
