@@ -44,10 +44,12 @@ type flusher struct {
 	// moving holds the memories with a pending change (a move, an edit or
 	// a delete of their local file) as the pass began; set before its
 	// uploads start and only read by them.
-	moving    map[string]bool
-	scratch   int       // scratch creates the pass's plan held back (scratch.go)
-	last      PassInfo  // the last pass that ended
-	lastClean time.Time // when the last pass that left nothing failed began
+	moving map[string]bool
+	// scratchSeen: fileID -> when a pass first saw the file's create at
+	// a scratch name; held until ScratchGrace after (scratch.go).
+	scratchSeen map[string]time.Time
+	last        PassInfo  // the last pass that ended
+	lastClean   time.Time // when the last pass that left nothing failed began
 	// unreached: the last pass could not reach the store for some change
 	// (the quiet trigger then waits for the interval: schedule.go).
 	unreached bool
@@ -69,7 +71,7 @@ type deleteWatch struct {
 
 func newFlusher(e *Engine, storeSize int) *flusher {
 	return &flusher{e: e, log: e.log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
-		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}}
+		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}, scratchSeen: map[string]time.Time{}}
 }
 
 type passOptions struct {
@@ -172,6 +174,9 @@ const (
 	ReasonRefused     = "refused by the store (retried once the file changes)"
 	ReasonCredential  = "the store refused the credential"
 	ReasonConflict    = "changed in the store too: being resolved"
+	// ReasonScratch: a create at the temporary name of the SDK's write
+	// tool, held for ScratchGrace (PendingChange.Until) unless renamed.
+	ReasonScratch = "held: temporary name of the SDK's write tool"
 	// ReasonCutShort: the request was cancelled, not failed: a second
 	// signal cut the final sync short (the store may be fine).
 	ReasonCutShort = "the final sync was cut short"
@@ -179,12 +184,28 @@ const (
 
 // plan turns pending entries into requests. An entry that deletes memory
 // M at path P and a new file created at P in the same pass become one
-// update of M (an editor's atomic save keeps the memory's id).
+// update of M (an editor's atomic save keeps the memory's id). A create at
+// a scratch name is held for its grace, except by a final pass.
 //
 // REQUIRES: f.e.syncMu held.
-func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Entry) {
+func (f *flusher) plan(pending []journal.Entry, final bool) (ops []op, deletes []journal.Entry) {
 	createAt := map[string]int{} // path -> index in ops of a create
 	var dels []journal.Entry
+	now := f.e.now()
+	scratch := map[string]bool{}
+	for _, e := range pending {
+		if scratchCreate(e.Origin, e.Path, e.Deleted) {
+			scratch[e.FileID] = true
+			if _, ok := f.scratchSeen[e.FileID]; !ok {
+				f.scratchSeen[e.FileID] = now
+			}
+		}
+	}
+	for id := range f.scratchSeen {
+		if !scratch[id] {
+			delete(f.scratchSeen, id) // renamed, removed or uploaded
+		}
+	}
 	for _, e := range pending {
 		if lsn, ok := f.refused[e.FileID]; ok && lsn == e.LSN {
 			continue
@@ -192,10 +213,9 @@ func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Ent
 		switch {
 		case e.Deleted && e.Origin == "":
 			// never uploaded; nothing to do
-		case scratchCreate(e.Origin, e.Path, e.Deleted):
+		case scratch[e.FileID] && !final && now.Before(scratchUntil(f.scratchSeen[e.FileID])):
 			// a write tool's temporary file: renamed over its target
-			// soon, never uploaded (scratch.go)
-			f.scratch++
+			// soon, held meanwhile (scratch.go; status says why)
 		case e.Deleted:
 			dels = append(dels, e)
 		case !utf8.Valid(e.Content):
@@ -284,9 +304,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 			f.moving[p.Origin] = true
 		}
 	}
-	f.scratch = 0
-	ops, deletes := f.plan(pending)
-	scratch := f.scratch
+	ops, deletes := f.plan(pending, to.final)
 	e.syncMu.Unlock()
 
 	r := &passRun{}
@@ -329,7 +347,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	case r.res.Uploaded+r.res.Deleted > 0:
 		e.outage.ok()
 	}
-	r.res.Left = max(0, e.journal.Stats().Pending-scratch) // scratch files are never uploaded
+	r.res.Left = e.journal.Stats().Pending
 	if r.res.did() {
 		f.log.WithFields(logrus.Fields{"trigger": to.trigger, "uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
 			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")

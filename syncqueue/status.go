@@ -64,6 +64,10 @@ type PendingChange struct {
 	// Since is when the change last failed to go up (absent if it never
 	// tried).
 	Since time.Time `json:"since,omitzero"`
+	// Until is when a held change's hold ends (ReasonScratch: it goes up
+	// with the first pass after it unless renamed; absent while no pass
+	// has seen it yet, and the next one starts its ScratchGrace).
+	Until time.Time `json:"until,omitzero"`
 }
 
 // DamageStatus describes a damaged journal that was salvaged.
@@ -108,10 +112,8 @@ func (e *Engine) Status() Status {
 			s.LastSync = &t
 		}
 	}
+	now := e.now()
 	for _, p := range e.journal.Snapshot() {
-		if scratchCreate(p.Origin, p.Path, p.Deleted) {
-			continue // on the mount only (scratch.go)
-		}
 		c := PendingChange{Path: p.Path, Reason: ReasonWaiting, MemoryID: p.Origin}
 		switch {
 		case p.Deleted:
@@ -128,8 +130,19 @@ func (e *Engine) Status() Status {
 			s.PendingUploads++
 		}
 		if e.f != nil {
-			if w, ok := e.f.waits[p.FileID]; ok && w.lsn == p.LSN {
+			w, tried := e.f.waits[p.FileID]
+			if tried = tried && w.lsn == p.LSN; tried {
 				c.Reason, c.Error, c.Since = w.reason, w.err, w.at
+			}
+			if !tried && scratchCreate(p.Origin, p.Path, p.Deleted) {
+				// Held for its grace (scratch.go), then tried as any create.
+				seen, ok := e.f.scratchSeen[p.FileID]
+				if !ok || now.Before(scratchUntil(seen)) {
+					c.Reason = ReasonScratch
+					if ok {
+						c.Until = scratchUntil(seen)
+					}
+				}
 			}
 		}
 		if !p.Deleted && !utf8.Valid(p.Content) {

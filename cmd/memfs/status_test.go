@@ -31,6 +31,8 @@ func statusExample(now time.Time) statusReport {
 			{Path: "/bin/blob", Op: "create", Reason: syncqueue.ReasonNotUTF8},
 			{Path: "/projects/acme/notes.md", Op: "move", Reason: syncqueue.ReasonPath, Error: "path /projects/acme/notes.md is held by memory mem_06H2RH0THH3QWH8RMBA3RBDFB4"},
 			{Path: "/old.md", Op: "delete", Reason: syncqueue.ReasonDeleteDelay},
+			{Path: "/.agenttoolset-1", Op: "create", Reason: syncqueue.ReasonScratch, Until: now.Add(3 * time.Second)},
+			{Path: "/.agenttoolset-2", Op: "create", Reason: syncqueue.ReasonScratch},
 		}}
 	return statusReport{
 		StateDir: "/var/lib/memfs", StateDirs: []string{"/var/lib/memfs", "/var/lib/memfs/state"},
@@ -84,6 +86,10 @@ func TestStatusText(t *testing.T) {
 		"    create       /bin/blob                content is not UTF-8\n",
 		"    move         /projects/acme/notes.md  path conflict: path /projects/acme/notes.md is held",
 		"    delete       /old.md                  deletes wait 30 s and a confirming pass\n",
+		"    create       /.agenttoolset-1         held: temporary name of the SDK's write tool\n" +
+			"                                          uploaded after 15:04:08 unless renamed\n",
+		"    create       /.agenttoolset-2         held: temporary name of the SDK's write tool\n" +
+			"                                          uploaded 5s after the next pass unless renamed\n",
 		"access      read_only\n  pending     - (read-only: nothing is uploaded)\n  last sync   -\n",
 		"  /mnt/memory/gone  memstore_06H2RH0TGR17NGP44DZEJBPVB7\n    fix: umount -l /mnt/memory/gone",
 		"memstore_06H2RH0TGR17NGP44DZEJBPVB7  3        1        2.0 KiB  5m00s ago  100 B\n",

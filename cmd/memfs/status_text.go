@@ -140,7 +140,21 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		}
 		fmt.Fprintf(out, "    %-*s  %s%*s  %s\n", opw, c.Op, c.Path, pathw-utf8.RuneCountInString(c.Path), "",
 			clipTo(why, max(statusWidth-8-opw-pathw, 40)))
+		if c.Reason == syncqueue.ReasonScratch {
+			// When it goes up, on a line of its own under the reason.
+			fmt.Fprintf(out, "    %*s  %s\n", opw+2+pathw, "", scratchNote(c))
+		}
 	}
+}
+
+// scratchNote says when a create held at a scratch name goes up: by the
+// first pass after its hold ends, or, before a pass has seen it, the first
+// pass ScratchGrace after the next one.
+func scratchNote(c syncqueue.PendingChange) string {
+	if c.Until.IsZero() {
+		return fmt.Sprintf("uploaded %s after the next pass unless renamed", age(syncqueue.ScratchGrace))
+	}
+	return fmt.Sprintf("uploaded after %s unless renamed", c.Until.Local().Format(time.TimeOnly))
 }
 
 // printLeft writes the journals no process holds.

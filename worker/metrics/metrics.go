@@ -332,6 +332,7 @@ var reasonLabels = map[string]string{
 	syncqueue.ReasonRefused:     "refused",
 	syncqueue.ReasonCredential:  "credential",
 	syncqueue.ReasonConflict:    "conflict",
+	syncqueue.ReasonScratch:     "scratch",
 }
 
 // reasonLabel is a reason's label value; "other" for one this table
