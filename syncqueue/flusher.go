@@ -37,6 +37,7 @@ type flusher struct {
 	storeSize int               // memories in the store as last seen (for the delete cap)
 	refused   map[string]uint64 // fileID -> LSN the store refused (400/413); retried once it changes
 	capped    map[string]uint64 // fileID -> LSN refused at the store's memory cap (warned once)
+	capw      capWait           // whether the store is at its cap, and when new files try again (capwait.go)
 	// waits says, per file, why its change did not go up at the last try
 	// (for status); cleared when it goes up.
 	waits      map[string]wait
@@ -71,7 +72,7 @@ type deleteWatch struct {
 
 func newFlusher(e *Engine, storeSize int) *flusher {
 	return &flusher{e: e, log: e.log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
-		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}, scratchSeen: map[string]time.Time{}}
+		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}, scratchSeen: map[string]time.Time{}, capw: newCapWait()}
 }
 
 type passOptions struct {
@@ -157,7 +158,7 @@ type verdict int
 const (
 	transientFailure verdict = iota // retried next pass; counts toward an outage
 	refusedFailure                  // the store refused the content: retried once it changes
-	capFailure                      // the store is at its memory cap: retried every pass
+	capFailure                      // the store is at its memory cap: retried on a sign of room (capwait.go)
 	conflictFailure                 // the store changed it too: the store wins
 	pathFailure                     // a path conflict: retried after the pass's other changes
 )
@@ -249,7 +250,7 @@ type passRun struct {
 	res        SyncResult
 	transient  int
 	retry      []op     // path conflicts, retried after the deletes
-	capped     []op     // refused at the store's memory cap, retried once if the deletes made room
+	capped     []op     // creates refused at the store's memory cap, or held while it is: tried after the deletes (retryCapped)
 	conflicted []string // memory ids the store changed too
 }
 
@@ -305,13 +306,25 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 		}
 	}
 	ops, deletes := f.plan(pending, to.final)
+	// A store known to be at its cap gets no creates but those tried one
+	// at a time after the deletes, on a sign of room (capwait.go).
+	full, probe := f.capw.full, f.capw.mayTry(start, false, to.final)
+	var held []op
+	if full {
+		ops, held = splitCreates(ops)
+	}
 	e.syncMu.Unlock()
 
-	r := &passRun{}
+	r := &passRun{capped: held}
 	g := new(errgroup.Group)
 	g.SetLimit(e.opts.Concurrency)
 	for _, o := range ops {
 		g.Go(func() error {
+			if o.kind == opCreate && f.capFull() {
+				// Another create of this pass was refused at the cap.
+				r.failed(o, capFailure, false)
+				return nil
+			}
 			if err := f.upload(ctx, o); err != nil {
 				v, first := f.judge(o, err)
 				r.failed(o, v, first)
@@ -326,7 +339,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
 	r.transient += d.transient
 	r.conflicted = append(r.conflicted, d.conflicted...)
-	f.retryCapped(ctx, r, d.sent > 0)
+	f.retryCapped(ctx, r, d.sent > 0 || (full && probe))
 	f.resolvePaths(ctx, r)
 	if !to.final || to.deletes {
 		// The store changed these memories too: the store wins, the local
@@ -443,6 +456,7 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	}
 	if o.kind == opCreate || recreated {
 		f.storeSize++
+		f.capw.created()
 	}
 	delete(f.refused, e.FileID)
 	delete(f.capped, e.FileID)
@@ -493,30 +507,73 @@ func (f *flusher) judge(o op, err error) (v verdict, first bool) {
 	return v, first
 }
 
-// retryCapped uploads once more, when this pass's deletes made room, the
-// new files the store refused at its memory cap: a file removed and another
-// created in one interval (or before a final sync, which is the last pass)
-// go up together instead of the new one waiting for a later pass. What the
-// store still refuses waits, as before, for the next pass.
-func (f *flusher) retryCapped(ctx context.Context, r *passRun, roomMade bool) {
+// retryCapped tries the new files the store refused at its memory cap, or
+// that waited while it was, when try says there may be room: this pass's
+// deletes made some (a file removed and another created in one interval,
+// or before a final sync, go up together), or a sign of room came or the
+// backoff ended (capwait.go). They go one at a time, oldest first, and the
+// first the store still refuses at its cap ends the try; the others wait,
+// without a request, for the next sign.
+func (f *flusher) retryCapped(ctx context.Context, r *passRun, try bool) {
 	capped := r.capped
 	r.capped = nil
+	sortByLSN(capped)
 	for _, o := range capped {
-		if roomMade && ctx.Err() == nil {
+		if try && ctx.Err() == nil {
 			err := f.upload(ctx, o)
 			if err == nil {
 				r.done(o)
 				continue
 			}
-			if v, first := f.judge(o, err); v != capFailure {
+			v, first := f.judge(o, err)
+			if v != capFailure {
 				r.failed(o, v, first)
 				continue
 			}
+			if first {
+				r.mu.Lock()
+				r.res.Refused++
+				r.mu.Unlock()
+			}
+			try = false
+		} else {
+			f.e.locked(func() { f.holdAtCap(o.entry) })
 		}
 		r.mu.Lock()
 		r.res.Failed++
 		r.mu.Unlock()
 	}
+}
+
+// capFull reports whether the store is known to be at its memory cap.
+func (f *flusher) capFull() bool {
+	f.e.syncMu.Lock()
+	defer f.e.syncMu.Unlock()
+	return f.capw.full
+}
+
+// holdAtCap records why a create not sent waits: the store is at its cap.
+// A reason the store gave for this version of the file is kept.
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) holdAtCap(e journal.Entry) {
+	if w, ok := f.waits[e.FileID]; ok && w.lsn == e.LSN && w.reason == ReasonCap {
+		return
+	}
+	f.waits[e.FileID] = wait{reason: ReasonCap, err: "not sent: the store refused a create at its memory cap, and no memory was deleted since",
+		lsn: e.LSN, at: f.e.now()}
+}
+
+// splitCreates takes the creates out of ops.
+func splitCreates(ops []op) (rest, creates []op) {
+	for _, o := range ops {
+		if o.kind == opCreate {
+			creates = append(creates, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	return rest, creates
 }
 
 // judgeLocked is judge with syncMu held.
@@ -533,12 +590,13 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 		w.reason, v = ReasonConflict, conflictFailure
 	case errors.Is(err, store.ErrLimit):
 		// The cap is a passing condition (another client deletes a
-		// memory): retried every pass, warned once per change.
+		// memory): retried on a sign of room, warned once per change.
 		if lsn, warned := f.capped[e.FileID]; !warned || lsn != e.LSN {
-			l.WithError(err).Warn("the store is at its memory cap: this new file stays local and is retried every pass until there is room")
+			l.WithError(err).Warn("the store is at its memory cap: this new file stays local and is tried again once a memory is deleted (or after a backoff of up to 5 minutes)")
 			first = true
 		}
 		f.capped[e.FileID] = e.LSN
+		f.capw.refused(f.e.now())
 		w.reason, v = ReasonCap, capFailure
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
 		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {

@@ -43,6 +43,11 @@ type Status struct {
 	// Damaged is the copy of this store's journal that was found damaged
 	// at mount (see memfs status for older copies).
 	Damaged *DamageStatus `json:"damaged,omitempty"`
+	// AtCap: the store refused a create at its memory cap and none went
+	// up since; new files wait for a memory to be deleted, or until
+	// CapRetryAt.
+	AtCap      bool       `json:"at_cap"`
+	CapRetryAt *time.Time `json:"cap_retry_at,omitempty"`
 	// RemoteBlocked: a change from the store waits because a local version
 	// it would replace can't be kept yet.
 	RemoteBlocked bool `json:"remote_blocked,omitempty"`
@@ -104,6 +109,10 @@ func (e *Engine) Status() Status {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
 	s.RemoteBlocked, s.FeedCursor = e.remoteBlocked, e.cursor
+	if e.f != nil && e.f.capw.full {
+		t := e.f.capw.retryTime()
+		s.AtCap, s.CapRetryAt = true, &t
+	}
 	if f := e.f; f != nil && !f.last.At.IsZero() {
 		last := f.last
 		s.LastPass = &last

@@ -164,7 +164,13 @@ func TestFaultMemoryCap(t *testing.T) {
 	if err := e.cl.DeleteMemory(t.Context(), e.storeID, e.memories()["/1.md"].ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 1, "failed": 0})
+	// The new file waits for the delete to reach the mount (the change
+	// feed), then goes up with the next pass.
+	mtPoll(t, "/new.md to go up once the delete reached the mount", func() (bool, string) {
+		line := m.SyncNow(mtPassTimeout)
+		got := mtPassCounts(t, line)
+		return got["uploaded"] == 1 && got["failed"] == 0, line
+	})
 	e.waitStore(map[string]string{"/2.md": "2\n", "/new.md": "waits\n"})
 	mtStop(t, m)
 }

@@ -108,8 +108,16 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.RemoteBlocked {
 		trouble = append(trouble, "changes from the store wait on this host")
 	}
+
 	if len(trouble) > 0 {
 		field("now", "%s", strings.Join(trouble, ", "))
+	}
+	if s.AtCap {
+		at := ""
+		if s.CapRetryAt != nil {
+			at = ", or at " + s.CapRetryAt.Local().Format(time.TimeOnly)
+		}
+		field("memory cap", "REACHED: new files are tried again once a memory is deleted%s", at)
 	}
 	if s.LastSync == nil {
 		field("last sync", "-")
