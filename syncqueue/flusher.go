@@ -38,6 +38,9 @@ type flusher struct {
 	refused   map[string]uint64 // fileID -> LSN the store refused (400/413); retried once it changes
 	capped    map[string]uint64 // fileID -> LSN refused at the store's memory cap (warned once)
 	capw      capWait           // whether the store is at its cap, and when new files try again (capwait.go)
+	// credErr is the store's refusal (401/403) of this mount's last
+	// change, until a change goes up: warned once per streak.
+	credErr error
 	// waits says, per file, why its change did not go up at the last try
 	// (for status); cleared when it goes up.
 	waits      map[string]wait
@@ -156,11 +159,12 @@ func (o op) base() string {
 type verdict int
 
 const (
-	transientFailure verdict = iota // retried next pass; counts toward an outage
-	refusedFailure                  // the store refused the content: retried once it changes
-	capFailure                      // the store is at its memory cap: retried on a sign of room (capwait.go)
-	conflictFailure                 // the store changed it too: the store wins
-	pathFailure                     // a path conflict: retried after the pass's other changes
+	transientFailure  verdict = iota // retried next pass; counts toward an outage
+	refusedFailure                   // the store refused the content: retried once it changes
+	capFailure                       // the store is at its memory cap: retried on a sign of room (capwait.go)
+	conflictFailure                  // the store changed it too: the store wins
+	credentialFailure                // the store refused the credential (401/403): retried every pass, no outage
+	pathFailure                      // a path conflict: retried after the pass's other changes
 )
 
 // Reasons a change waits, as status shows them (sync.md, the invariant).
@@ -173,7 +177,7 @@ const (
 	ReasonNotUTF8     = "content is not UTF-8"
 	ReasonPath        = "path conflict"
 	ReasonRefused     = "refused by the store (retried once the file changes)"
-	ReasonCredential  = "the store refused the credential"
+	ReasonCredential  = "refused by the store" // 401/403: status adds the store's message
 	ReasonConflict    = "changed in the store too: being resolved"
 	// ReasonScratch: a create at the temporary name of the SDK's write
 	// tool, held for ScratchGrace (PendingChange.Until) unless renamed.
@@ -249,6 +253,7 @@ type passRun struct {
 	mu         sync.Mutex
 	res        SyncResult
 	transient  int
+	firstErr   error    // the first transient failure, for the outage's report
 	retry      []op     // path conflicts, retried after the deletes
 	capped     []op     // creates refused at the store's memory cap, or held while it is: tried after the deletes (retryCapped)
 	conflicted []string // memory ids the store changed too
@@ -260,7 +265,7 @@ func (r *passRun) done(o op) {
 	r.res.Uploaded++
 }
 
-func (r *passRun) failed(o op, v verdict, first bool) {
+func (r *passRun) failed(o op, v verdict, first bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if first {
@@ -277,6 +282,9 @@ func (r *passRun) failed(o op, v verdict, first bool) {
 		r.conflicted = append(r.conflicted, o.target())
 	case transientFailure:
 		r.transient++
+		if r.firstErr == nil {
+			r.firstErr = err
+		}
 	}
 	r.res.Failed++
 }
@@ -322,12 +330,12 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 		g.Go(func() error {
 			if o.kind == opCreate && f.capFull() {
 				// Another create of this pass was refused at the cap.
-				r.failed(o, capFailure, false)
+				r.failed(o, capFailure, false, nil)
 				return nil
 			}
 			if err := f.upload(ctx, o); err != nil {
 				v, first := f.judge(o, err)
-				r.failed(o, v, first)
+				r.failed(o, v, first, err)
 			} else {
 				r.done(o)
 			}
@@ -337,7 +345,11 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	g.Wait() //nolint:errcheck // the goroutines return nil
 	d := f.sendDeletes(ctx, deletes, to)
 	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
+	r.res.Failed += d.failed
 	r.transient += d.transient
+	if r.firstErr == nil {
+		r.firstErr = d.firstErr
+	}
 	r.conflicted = append(r.conflicted, d.conflicted...)
 	f.retryCapped(ctx, r, d.sent > 0 || (full && probe))
 	f.resolvePaths(ctx, r)
@@ -356,7 +368,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	case r.transient > 0 && ctx.Err() != nil:
 		// Cut short (a final sync out of time, a stop): not an outage.
 	case r.transient > 0:
-		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded", r.transient))
+		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded: %w", r.transient, r.firstErr))
 	case r.res.Uploaded+r.res.Deleted > 0:
 		e.outage.ok()
 	}
@@ -461,6 +473,7 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	delete(f.refused, e.FileID)
 	delete(f.capped, e.FileID)
 	delete(f.waits, e.FileID)
+	f.credErr = nil
 	fresh := ms.gen[m.ID] == 0
 	if o.kind == opUpdate && !recreated {
 		fresh = ms.gen[m.ID] == o.gen
@@ -527,7 +540,7 @@ func (f *flusher) retryCapped(ctx context.Context, r *passRun, try bool) {
 			}
 			v, first := f.judge(o, err)
 			if v != capFailure {
-				r.failed(o, v, first)
+				r.failed(o, v, first, err)
 				continue
 			}
 			if first {
@@ -605,11 +618,13 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 		}
 		f.refused[e.FileID] = e.LSN
 		w.reason, v = ReasonRefused, refusedFailure
-	case errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrUnauthorized):
-		if !f.e.outage.isDown() {
-			l.WithError(err).Warn("the store refused the credential for this change (token expired or store archived?); it stays journaled and is retried")
+	case isRefusal(err):
+		// The store answered: no outage. Said once until a change goes up.
+		if f.credErr == nil {
+			l.Warn("refused by the store: " + storeMessage(err) + "; changes stay journaled and are retried every pass")
 		}
-		w.reason = ReasonCredential
+		f.credErr = err
+		w.reason, v = ReasonCredential, credentialFailure
 	case errors.Is(err, context.Canceled):
 		w.reason = ReasonCutShort
 	default:

@@ -31,6 +31,10 @@ type Status struct {
 	NoSpace bool `json:"no_space"`
 	// Unreachable: the last request to the store failed or hangs.
 	Unreachable bool `json:"unreachable"`
+	// Refused is the store's message when it refuses this mount's
+	// requests (401/403: the credential, or a store attached read-only):
+	// the store answers, so that is no outage.
+	Refused string `json:"refused,omitempty"`
 	// LastSync is when the last successful pass began: one that left
 	// nothing failed while the store answered (a pass with nothing to send
 	// during an outage is no sync).
@@ -90,6 +94,9 @@ func (e *Engine) Status() Status {
 	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down
+	if r := e.outage.refusal(); r != nil {
+		s.Refused = storeMessage(r)
+	}
 	if lastErr != nil {
 		s.LastError, s.LastErrorAt = lastErr.Error(), &lastAt
 	}
@@ -109,6 +116,9 @@ func (e *Engine) Status() Status {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
 	s.RemoteBlocked, s.FeedCursor = e.remoteBlocked, e.cursor
+	if e.f != nil && e.f.credErr != nil {
+		s.Refused = storeMessage(e.f.credErr)
+	}
 	if e.f != nil && e.f.capw.full {
 		t := e.f.capw.retryTime()
 		s.AtCap, s.CapRetryAt = true, &t

@@ -493,3 +493,52 @@ func stCommand(t *testing.T, o harness.MountOptions, env []string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	return cmd
 }
+
+// Issue 18 item 9b: a mount whose credential may read its store but not
+// write it (a session's token, the store attached read-only) is refused
+// by the store, which answers: the log says "refused by the store" with
+// the store's message, once however many passes, and never "store
+// unreachable"; memfs status gives the same reason, in both views.
+func TestMountRefusedByTheStore(t *testing.T) {
+	e := newWkEnv(t)
+	id := e.newStore("read-only", map[string]string{"/a.md": "a\n"})
+	e.newSession(wkRO(id))
+	_, _, token := e.poll()
+	stateDir := filepath.Join(e.base, "state-ro")
+	m := harness.StartMount(t, harness.MountOptions{URL: e.serve.URL, APIKey: token, Store: id, Dir: filepath.Join(e.base, "ro"),
+		StateDir: stateDir, Args: []string{"--memory-sync-interval", "60s", "--memory-sync-quiet", "off"}})
+	mtMustSh(t, m.Dir, `echo mine > b.md; echo changed > a.md`)
+	for range 3 {
+		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 2, "left": 2})
+	}
+	msg := "memory store " + id + " is attached to this session read-only"
+	m.WaitOutput(1, "refused by the store: "+msg, mtPollTimeout)
+	if n := len(m.Lines("refused by the store")); n != 1 {
+		t.Errorf("%d lines say the store refused, want 1:\n%s", n, m.Output())
+	}
+	if strings.Contains(m.Output(), "unreachable") {
+		t.Errorf("the log calls a store that answers 403 unreachable:\n%s", m.Output())
+	}
+	ms := stStatus(t, "--state-dir", stateDir).mount(t, m.Dir)
+	if ms.Sync.Unreachable || ms.Sync.Refused != msg {
+		t.Errorf("status: unreachable %v, refused %q; want not unreachable, refused %q", ms.Sync.Unreachable, ms.Sync.Refused, msg)
+	}
+	for _, c := range ms.Sync.Pending {
+		if c.Reason != syncqueue.ReasonCredential || !strings.Contains(c.Error, msg) {
+			t.Errorf("%s %s waits for %q (%s), want %q with the store's message", c.Op, c.Path, c.Reason, c.Error, syncqueue.ReasonCredential)
+		}
+	}
+	text := stText(t, "--state-dir", stateDir)
+	// (Lines are cut at 100 columns: the store's id takes 35.)
+	for _, s := range []string{"now         REFUSED BY THE STORE: memory store " + id, "create  /b.md  refused by the store: memory store " + id,
+		"update  /a.md  refused by the store: memory store " + id} {
+		if !strings.Contains(text, s) {
+			t.Errorf("memfs status does not say %q:\n%s", s, text)
+		}
+	}
+	if strings.Contains(text, "UNREACHABLE") {
+		t.Errorf("memfs status calls the store unreachable:\n%s", text)
+	}
+	m.Kill()
+	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}

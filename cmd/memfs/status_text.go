@@ -105,6 +105,9 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.NoSpace {
 		trouble = append(trouble, "STATE DIR FULL")
 	}
+	if s.Refused != "" {
+		trouble = append(trouble, "REFUSED BY THE STORE: "+oneLine(s.Refused))
+	}
 	if s.RemoteBlocked {
 		trouble = append(trouble, "changes from the store wait on this host")
 	}
