@@ -21,10 +21,14 @@ type Status struct {
 	// (the rest is fetched in the background, or when read).
 	Content ContentProgress `json:"content"`
 	// Pending lists the changes not yet in the store, oldest first.
-	Pending        []PendingChange `json:"pending"`
-	PendingUploads int             `json:"pending_uploads"`
-	PendingDeletes int             `json:"pending_deletes"`
-	JournalBytes   int64           `json:"journal_bytes"`
+	Pending []PendingChange `json:"pending"`
+	// PendingUploads, PendingDeletes and PendingUnjournaled count Pending
+	// (tally): the deletes, every other change (unjournaled ones too),
+	// and those of them that never reached the journal.
+	PendingUploads     int   `json:"pending_uploads"`
+	PendingDeletes     int   `json:"pending_deletes"`
+	PendingUnjournaled int   `json:"pending_unjournaled"`
+	JournalBytes       int64 `json:"journal_bytes"`
 	// NoSpace: the state dir has no room for the journal (closes fail with
 	// ENOSPC, the files keep their content and are journaled once there
 	// is room).
@@ -137,16 +141,12 @@ func (e *Engine) Status() Status {
 		switch {
 		case p.Deleted:
 			c.Op, c.Reason = "delete", ReasonDeleteDelay
-			s.PendingDeletes++
 		case p.Origin == "":
 			c.Op = "create"
-			s.PendingUploads++
 		case e.ms.known[p.Origin].path != p.Path:
 			c.Op = "move"
-			s.PendingUploads++
 		default:
 			c.Op = "update"
-			s.PendingUploads++
 		}
 		if e.f != nil {
 			w, tried := e.f.waits[p.FileID]
@@ -173,5 +173,23 @@ func (e *Engine) Status() Status {
 		s.Pending = append(s.Pending, c)
 	}
 	sort.SliceStable(s.Pending, func(i, j int) bool { return s.Pending[i].Op == "unjournaled" && s.Pending[j].Op != "unjournaled" })
+	s.tally()
 	return s
+}
+
+// tally sets the counts from Pending, so that they and the list (and
+// memfs status's text and JSON, which show them) never disagree.
+func (s *Status) tally() {
+	s.PendingUploads, s.PendingDeletes, s.PendingUnjournaled = 0, 0, 0
+	for _, c := range s.Pending {
+		switch c.Op {
+		case "delete":
+			s.PendingDeletes++
+		case "unjournaled":
+			s.PendingUnjournaled++
+			s.PendingUploads++
+		default:
+			s.PendingUploads++
+		}
+	}
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -541,4 +544,116 @@ func TestMountRefusedByTheStore(t *testing.T) {
 	}
 	m.Kill()
 	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}
+
+// Issue 18 item 9b: every figure of memfs status's text equals the JSON's,
+// for a mount with a change waiting for each reason a test can make at
+// once: files closed while the state dir was full (never journaled), new
+// files at the store's memory cap, content that is not UTF-8, a delete
+// within its delay, and a conflict kept.
+func TestStatusViewsAgree(t *testing.T) {
+	e := newMtEnvWith(t, map[string]string{"/1.md": "1\n", "/2.md": "2\n", "/3.md": "3\n"}, harness.ServeOptions{Args: []string{"--max-memories-per-store", "5"}})
+	proxy := harness.NewFaultProxy(t, e.serve.URL)
+	disk := harness.SmallTmpfs(t, "3m")
+	m := e.mountVia(proxy.URL(), filepath.Join(disk, "state"), "60s")
+
+	// A conflict: /3.md changes here while the store is away, and there too.
+	proxy.Cut()
+	mtMustSh(t, m.Dir, `echo three, mine > 3.md`)
+	theirs := "three, theirs\n"
+	if _, err := e.cl.UpdateMemory(t.Context(), e.storeID, e.memories()["/3.md"].ID, store.UpdateMemoryInput{Content: &theirs}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pass()
+	mtPoll(t, "the conflict to be kept", func() (bool, string) {
+		m.SyncNow(mtPassTimeout)
+		ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir)
+		return ms.Conflicts == 1, fmt.Sprintf("%+v", ms)
+	})
+	// Four new files for two places, content that is not UTF-8, a delete.
+	mtMustSh(t, m.Dir, `for i in 1 2 3 4; do echo new $i > new$i.md; done; printf '\377' > bin.md; rm 2.md`)
+	m.SyncNow(mtPassTimeout)
+	// The state dir fills: three closes fail, their files keep the content.
+	harness.FillDisk(t, disk)
+	for i := range 3 {
+		p := filepath.Join(m.Dir, fmt.Sprintf("full%d.md", i))
+		if err := os.WriteFile(p, []byte(strings.Repeat("written while the state dir is full\n", 100)), 0o644); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("write %s on a full state dir: %v, want ENOSPC", p, err)
+		}
+	}
+
+	ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir)
+	text := stText(t, "--state-dir", e.stateDir)
+	s := ms.Sync
+	byOp := map[string]int{}
+	for _, c := range s.Pending {
+		byOp[c.Op]++
+	}
+	t.Logf("pending by op %v, JSON counts: %d uploads (%d unjournaled), %d deletes; %d conflicts", byOp, s.PendingUploads, s.PendingUnjournaled, s.PendingDeletes, ms.Conflicts)
+	// The JSON agrees with itself, and has what the test made.
+	if s.PendingUploads != len(s.Pending)-byOp["delete"] || s.PendingDeletes != byOp["delete"] || s.PendingUnjournaled != byOp["unjournaled"] {
+		t.Errorf("the JSON's counts (%d uploads, %d deletes, %d unjournaled) are not its list's: %v", s.PendingUploads, s.PendingDeletes, s.PendingUnjournaled, byOp)
+	}
+	if byOp["unjournaled"] != 3 || byOp["delete"] != 1 || byOp["create"] != 3 || ms.Conflicts != 1 || !s.AtCap {
+		t.Errorf("status %+v (conflicts %d): want 3 unjournaled, 1 delete, 3 creates (2 at the cap, bin.md), the conflict, the cap", byOp, ms.Conflicts)
+	}
+
+	// The text's block for the mount.
+	block := text[strings.Index(text, m.Dir+"\n"):]
+	if end := strings.Index(block, "\n\n"); end >= 0 {
+		block = block[:end]
+	}
+	sm := regexp.MustCompile(`\n  pending     (\d+) uploads?(?: \((\d+) not journaled yet\))?, (\d+) deletes?; journal (.+)\n`).FindStringSubmatch(block)
+	if sm == nil {
+		t.Fatalf("no pending line in the text:\n%s", block)
+	}
+	atoi := func(s string) int {
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	if atoi(sm[1]) != s.PendingUploads || atoi(sm[2]) != s.PendingUnjournaled || atoi(sm[3]) != s.PendingDeletes {
+		t.Errorf("the text says %q; the JSON %d uploads (%d unjournaled), %d deletes", sm[0], s.PendingUploads, s.PendingUnjournaled, s.PendingDeletes)
+	}
+	if want := stHumanBytes(s.JournalBytes); sm[4] != want {
+		t.Errorf("the text's journal is %s, the JSON's %d bytes (%s)", sm[4], s.JournalBytes, want)
+	}
+	if want := fmt.Sprintf("\n  conflicts   %d\n", ms.Conflicts); !strings.Contains(block, want) {
+		t.Errorf("the text lacks %q:\n%s", want, block)
+	}
+	if c := s.Content; c.Fetched < c.Total && !strings.Contains(block, fmt.Sprintf("content     %d of %d memories", c.Fetched, c.Total)) {
+		t.Errorf("the text does not give the content's %d of %d:\n%s", c.Fetched, c.Total, block)
+	}
+	if strings.Contains(block, "memory cap  REACHED") != s.AtCap || strings.Contains(block, "STATE DIR FULL") != s.NoSpace {
+		t.Errorf("the text's cap and full state dir disagree with the JSON's at_cap %v, no_space %v:\n%s", s.AtCap, s.NoSpace, block)
+	}
+	// One waiting line per pending change, with its reason.
+	lines := regexp.MustCompile(`(?m)^    (create|update|move|delete|unjournaled) +(\S+) +(.*)$`).FindAllStringSubmatch(block, -1)
+	if len(lines) != len(s.Pending) {
+		t.Errorf("the text lists %d waiting changes, the JSON %d:\n%s", len(lines), len(s.Pending), block)
+	}
+	for _, c := range s.Pending {
+		found := false
+		for _, l := range lines {
+			if l[1] == c.Op && l[2] == c.Path && strings.HasPrefix(l[3], c.Reason) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the text has no line for %s %s (%s):\n%s", c.Op, c.Path, c.Reason, block)
+		}
+	}
+	m.Kill()
+	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}
+
+// stHumanBytes is how memfs status writes a size.
+func stHumanBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < 2 {
+		v, i = v/1024, i+1
+	}
+	return fmt.Sprintf("%.1f %s", v, []string{"KiB", "MiB", "GiB"}[i])
 }

@@ -20,7 +20,7 @@ import (
 func statusExample(now time.Time) statusReport {
 	ago := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
 	store := "memstore_06H2RH0TGR17NGP44DZEJBPVB8"
-	busy := syncqueue.Status{StoreID: store, StoreName: "Customer preferences of the support team", PendingUploads: 5, PendingDeletes: 1,
+	busy := syncqueue.Status{StoreID: store, StoreName: "Customer preferences of the support team", PendingUploads: 7, PendingDeletes: 1, PendingUnjournaled: 1,
 		JournalBytes: 123456, Content: syncqueue.ContentProgress{Fetched: 1200, Total: 3000}, Unreachable: true, NoSpace: true, AtCap: true, CapRetryAt: ago(-4 * time.Minute), LastSync: ago(12 * time.Second), LastErrorAt: ago(3 * time.Second),
 		LastError: `update memory mem_06H2RH0THH3QWH8RMBA3RBDFB4: Post "http://10.0.0.12:8080/v1/memory_stores/memstore_06H2RH0TGR17NGP44DZEJBPVB8/memories/mem_06H2RH0THH3QWH8RMBA3RBDFB4": dial tcp 10.0.0.12:8080: connect: connection refused`,
 		Damaged:   &syncqueue.DamageStatus{KeptAt: "/var/lib/memfs/stores/" + store + "/journal.corrupt-20260102T030405Z", LostBytes: 4096},
@@ -73,7 +73,7 @@ func TestStatusText(t *testing.T) {
 		"process     pid 4242 (memfs worker), since 14:04:05 (1h00m ago)",
 		"access      read_write",
 		"session     sesn_06H2RH0TGR17NGP44DZEJBPVB8, work item work_06H2RH0TGR17NGP44DZEJBPVB8",
-		"pending     5 uploads, 1 delete; journal 120.6 KiB",
+		"pending     7 uploads (1 not journaled yet), 1 delete; journal 120.6 KiB",
 		"content     1200 of 3000 memories fetched; the rest comes in the background, or when read",
 		"now         STORE UNREACHABLE, STATE DIR FULL\n",
 		"memory cap  REACHED: new files are tried again once a memory is deleted, or at 15:08:05\n",

@@ -92,7 +92,11 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.ReadOnly {
 		field("pending", "- (read-only: nothing is uploaded)")
 	} else {
-		field("pending", "%s, %s; journal %s", plural(s.PendingUploads, "upload"), plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
+		uploads := plural(s.PendingUploads, "upload")
+		if s.PendingUnjournaled > 0 {
+			uploads += fmt.Sprintf(" (%d not journaled yet)", s.PendingUnjournaled)
+		}
+		field("pending", "%s, %s; journal %s", uploads, plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
 	}
 	if c := s.Content; c.Fetched < c.Total {
 		// Mounted from the listing: the content is still coming (issue 12).
