@@ -34,6 +34,9 @@ type capWait struct {
 	room    bool      // a delete was seen since the last refusal
 	retryAt time.Time // without a sign of room, when creates are tried again
 	bo      backoff
+	// epoch counts the refusals that found the store full: a create sent
+	// before the latest (in the same batch) says nothing about room now.
+	epoch uint64
 }
 
 func newCapWait() capWait { return capWait{bo: newBackoff(capRetryMin, capRetryMax)} }
@@ -46,10 +49,15 @@ func (c *capWait) refused(now time.Time) {
 	}
 	c.full, c.room = true, false
 	c.retryAt = now.Add(c.bo.next())
+	c.epoch++
 }
 
-// created records a create the store took: it has room again.
-func (c *capWait) created() {
+// created records a create the store took, sent at epoch: the store had
+// room then, so unless a refusal came since, new files go up as usual.
+func (c *capWait) created(epoch uint64) {
+	if epoch != c.epoch {
+		return // sent with creates the store refused after taking it
+	}
 	c.full, c.room = false, false
 	c.bo.reset()
 }

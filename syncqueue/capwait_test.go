@@ -3,6 +3,7 @@ package syncqueue
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/memfs/memfs/store/sqlstore"
 )
@@ -75,5 +76,43 @@ func TestCapWaitsForRoom(t *testing.T) {
 	pass("the pass after two deletes", 3, 2)
 	if n := len(e.warnings("memory cap")); n > slots+2 {
 		t.Errorf("%d warnings about the cap, want one per file refused (at most %d)", n, slots+2)
+	}
+}
+
+// The rules of capWait, one step at a time.
+func TestCapWaitRules(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := newCapWait()
+	if !c.mayTry(now, false, false) || !c.retryTime().IsZero() {
+		t.Fatal("a store not known full: creates go")
+	}
+	sent := c.epoch // a batch of creates sent together
+	c.refused(now)
+	first := c.retryTime()
+	if c.mayTry(now, false, false) || first.IsZero() || first.Sub(now) > capRetryMin {
+		t.Fatalf("after a refusal: may try %v, retry at %v", c.mayTry(now, false, false), first)
+	}
+	c.refused(now) // another of the batch
+	if !c.retryTime().Equal(first) {
+		t.Error("a second refusal of the same batch moved the backoff")
+	}
+	c.created(sent) // one of the batch the store took before it was full
+	if !c.full {
+		t.Error("a create sent before the refusal ended the wait")
+	}
+	if !c.mayTry(now, true, false) || !c.mayTry(now, false, true) || !c.mayTry(first, false, false) {
+		t.Error("a delete of the pass, a final pass or the end of the backoff do not let creates try")
+	}
+	c.roomSeen()
+	if !c.mayTry(now, false, false) {
+		t.Error("a delete seen does not let creates try")
+	}
+	c.refused(now) // the try: still full
+	if c.mayTry(now, false, false) || !c.retryTime().After(now) {
+		t.Error("a refused try does not wait again")
+	}
+	c.created(c.epoch) // a try the store took
+	if c.full || !c.mayTry(now, false, false) {
+		t.Error("a create sent after the refusal and taken does not end the wait")
 	}
 }

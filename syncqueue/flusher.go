@@ -395,12 +395,17 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 //
 // REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) upload(ctx context.Context, o op) error {
+	var capEpoch uint64
+	f.e.locked(func() { capEpoch = f.capw.epoch })
 	m, recreated, err := f.send(ctx, o)
 	if err != nil {
 		return err
 	}
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
+	if o.kind == opCreate || recreated {
+		f.capw.created(capEpoch)
+	}
 	return f.settle(o, m, recreated)
 }
 
@@ -468,7 +473,6 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	}
 	if o.kind == opCreate || recreated {
 		f.storeSize++
-		f.capw.created()
 	}
 	delete(f.refused, e.FileID)
 	delete(f.capped, e.FileID)

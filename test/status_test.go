@@ -556,6 +556,12 @@ func TestStatusViewsAgree(t *testing.T) {
 	proxy := harness.NewFaultProxy(t, e.serve.URL)
 	disk := harness.SmallTmpfs(t, "3m")
 	m := e.mountVia(proxy.URL(), filepath.Join(disk, "state"), "60s")
+	// The two views are two looks: nothing may move between them but the
+	// test, so the content is all fetched first.
+	mtPoll(t, "the content fetched", func() (bool, string) {
+		c := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir).Sync.Content
+		return c.Fetched == c.Total, fmt.Sprintf("%+v", c)
+	})
 
 	// A conflict: /3.md changes here while the store is away, and there too.
 	proxy.Cut()
