@@ -95,7 +95,7 @@ type SyncResult struct {
 	// Refused is how many changes the store refused for the first time in
 	// this pass (at its memory cap, or as invalid or too large): each is
 	// warned about once, and then waits. Counted once per version of a
-	// file, so a change retried every pass at the cap counts once.
+	// file, so a change that waits at the cap counts once.
 	Refused int `json:"refused"`
 	// Left is how many pending changes remain after the pass.
 	Left int `json:"left"`
