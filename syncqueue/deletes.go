@@ -20,6 +20,8 @@ func deleteCap(storeSize int) int {
 // deleteOutcome is what sendDeletes did.
 type deleteOutcome struct {
 	sent, left, transient int
+	failed                int   // refused for another reason (the credential, ...): retried next pass
+	firstErr              error // the first transient failure
 	conflicted            []string
 }
 
@@ -58,6 +60,7 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 		e.syncMu.Lock()
 		switch {
 		case err == nil, errors.Is(err, store.ErrNotFound):
+			f.credErr = nil
 			f.settleDelete(d)
 			e.ms.forget(d.Origin)
 			out.sent++
@@ -69,6 +72,11 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 		default:
 			if v, _ := f.judgeLocked(d, err); v == transientFailure {
 				out.transient++
+				if out.firstErr == nil {
+					out.firstErr = err
+				}
+			} else {
+				out.failed++
 			}
 		}
 		e.syncMu.Unlock()

@@ -15,5 +15,5 @@
 //	outage.go     one "unreachable" line per outage, one "recovered" line
 //	observe.go    the Observer metrics hang on (passes, remote changes, conflicts)
 //	left.go       what an engine's end left in the journal (the exit statuses)
-//	scratch.go    the write tool's temporary files: on the mount only, never uploaded
+//	scratch.go    the write tool's temporary files: held for a grace, then uploaded
 package syncqueue

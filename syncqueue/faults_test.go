@@ -119,9 +119,9 @@ func TestCyclesOfMovesConvergeInOnePass(t *testing.T) {
 	}
 }
 
-// A create refused because the store is at its memory cap (422) is
-// retried on every pass, warned about once, and goes up by itself once
-// another client makes room.
+// A create refused because the store is at its memory cap (422) waits,
+// warned about once, and goes up by itself once another client makes room
+// (the delete comes through the change feed: capwait.go).
 func TestCreateAtTheCapIsRetried(t *testing.T) {
 	t.Parallel()
 	e := mgSetupWith(t, map[string]string{"/1.md": "1", "/2.md": "2"}, sqlstore.Options{MaxMemoriesPerStore: 2})
@@ -140,6 +140,7 @@ func TestCreateAtTheCapIsRetried(t *testing.T) {
 		t.Fatalf("status at the cap: %+v", st.Pending)
 	}
 	e.remoteDelete("/1.md")
+	e.caughtUp()
 	if res := e.sync(true, false); res.Uploaded != 1 || res.Left != 0 {
 		t.Fatalf("pass once there is room: %+v", res)
 	}

@@ -37,6 +37,10 @@ type flusher struct {
 	storeSize int               // memories in the store as last seen (for the delete cap)
 	refused   map[string]uint64 // fileID -> LSN the store refused (400/413); retried once it changes
 	capped    map[string]uint64 // fileID -> LSN refused at the store's memory cap (warned once)
+	capw      capWait           // whether the store is at its cap, and when new files try again (capwait.go)
+	// credErr is the store's refusal (401/403) of this mount's last
+	// change, until a change goes up: warned once per streak.
+	credErr error
 	// waits says, per file, why its change did not go up at the last try
 	// (for status); cleared when it goes up.
 	waits      map[string]wait
@@ -44,10 +48,12 @@ type flusher struct {
 	// moving holds the memories with a pending change (a move, an edit or
 	// a delete of their local file) as the pass began; set before its
 	// uploads start and only read by them.
-	moving    map[string]bool
-	scratch   int       // scratch creates the pass's plan held back (scratch.go)
-	last      PassInfo  // the last pass that ended
-	lastClean time.Time // when the last pass that left nothing failed began
+	moving map[string]bool
+	// scratchSeen: fileID -> when a pass first saw the file's create at
+	// a scratch name; held until ScratchGrace after (scratch.go).
+	scratchSeen map[string]time.Time
+	last        PassInfo  // the last pass that ended
+	lastClean   time.Time // when the last pass that left nothing failed began
 	// unreached: the last pass could not reach the store for some change
 	// (the quiet trigger then waits for the interval: schedule.go).
 	unreached bool
@@ -69,7 +75,7 @@ type deleteWatch struct {
 
 func newFlusher(e *Engine, storeSize int) *flusher {
 	return &flusher{e: e, log: e.log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
-		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}}
+		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}, scratchSeen: map[string]time.Time{}, capw: newCapWait()}
 }
 
 type passOptions struct {
@@ -89,7 +95,7 @@ type SyncResult struct {
 	// Refused is how many changes the store refused for the first time in
 	// this pass (at its memory cap, or as invalid or too large): each is
 	// warned about once, and then waits. Counted once per version of a
-	// file, so a change retried every pass at the cap counts once.
+	// file, so a change that waits at the cap counts once.
 	Refused int `json:"refused"`
 	// Left is how many pending changes remain after the pass.
 	Left int `json:"left"`
@@ -153,12 +159,13 @@ func (o op) base() string {
 type verdict int
 
 const (
-	transientFailure verdict = iota // retried next pass; counts toward an outage
-	refusedFailure                  // the store refused the content: retried once it changes
-	capFailure                      // the store is at its memory cap: retried every pass
-	conflictFailure                 // the store changed it too: the store wins
-	pathFailure                     // a path conflict: retried after the pass's other changes
-	journalFailure                  // the journal could not record the answer: retried next pass, no outage
+	transientFailure  verdict = iota // retried next pass; counts toward an outage
+	refusedFailure                   // the store refused the content: retried once it changes
+	capFailure                       // the store is at its memory cap: retried on a sign of room (capwait.go)
+	conflictFailure                  // the store changed it too: the store wins
+	credentialFailure                // the store refused the credential (401/403): retried every pass, no outage
+	pathFailure                      // a path conflict: retried after the pass's other changes
+	journalFailure                   // the journal could not record the answer: retried next pass, no outage
 )
 
 // Reasons a change waits, as status shows them (sync.md, the invariant).
@@ -171,8 +178,11 @@ const (
 	ReasonNotUTF8     = "content is not UTF-8"
 	ReasonPath        = "path conflict"
 	ReasonRefused     = "refused by the store (retried once the file changes)"
-	ReasonCredential  = "the store refused the credential"
+	ReasonCredential  = "refused by the store" // 401/403: status adds the store's message
 	ReasonConflict    = "changed in the store too: being resolved"
+	// ReasonScratch: a create at the temporary name of the SDK's write
+	// tool, held for ScratchGrace (PendingChange.Until) unless renamed.
+	ReasonScratch = "held: temporary name of the SDK's write tool"
 	// ReasonCutShort: the request was cancelled, not failed: a second
 	// signal cut the final sync short (the store may be fine).
 	ReasonCutShort = "the final sync was cut short"
@@ -180,12 +190,28 @@ const (
 
 // plan turns pending entries into requests. An entry that deletes memory
 // M at path P and a new file created at P in the same pass become one
-// update of M (an editor's atomic save keeps the memory's id).
+// update of M (an editor's atomic save keeps the memory's id). A create at
+// a scratch name is held for its grace, except by a final pass.
 //
 // REQUIRES: f.e.syncMu held.
-func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Entry) {
+func (f *flusher) plan(pending []journal.Entry, final bool) (ops []op, deletes []journal.Entry) {
 	createAt := map[string]int{} // path -> index in ops of a create
 	var dels []journal.Entry
+	now := f.e.now()
+	scratch := map[string]bool{}
+	for _, e := range pending {
+		if scratchCreate(e.Origin, e.Path, e.Deleted) {
+			scratch[e.FileID] = true
+			if _, ok := f.scratchSeen[e.FileID]; !ok {
+				f.scratchSeen[e.FileID] = now
+			}
+		}
+	}
+	for id := range f.scratchSeen {
+		if !scratch[id] {
+			delete(f.scratchSeen, id) // renamed, removed or uploaded
+		}
+	}
 	for _, e := range pending {
 		if lsn, ok := f.refused[e.FileID]; ok && lsn == e.LSN {
 			continue
@@ -193,10 +219,9 @@ func (f *flusher) plan(pending []journal.Entry) (ops []op, deletes []journal.Ent
 		switch {
 		case e.Deleted && e.Origin == "":
 			// never uploaded; nothing to do
-		case scratchCreate(e.Origin, e.Path, e.Deleted):
+		case scratch[e.FileID] && !final && now.Before(scratchUntil(f.scratchSeen[e.FileID])):
 			// a write tool's temporary file: renamed over its target
-			// soon, never uploaded (scratch.go)
-			f.scratch++
+			// soon, held meanwhile (scratch.go; status says why)
 		case e.Deleted:
 			dels = append(dels, e)
 		case !utf8.Valid(e.Content):
@@ -229,8 +254,9 @@ type passRun struct {
 	mu         sync.Mutex
 	res        SyncResult
 	transient  int
+	firstErr   error    // the first transient failure, for the outage's report
 	retry      []op     // path conflicts, retried after the deletes
-	capped     []op     // refused at the store's memory cap, retried once if the deletes made room
+	capped     []op     // creates refused at the store's memory cap, or held while it is: tried after the deletes (retryCapped)
 	conflicted []string // memory ids the store changed too
 }
 
@@ -240,7 +266,7 @@ func (r *passRun) done(o op) {
 	r.res.Uploaded++
 }
 
-func (r *passRun) failed(o op, v verdict, first bool) {
+func (r *passRun) failed(o op, v verdict, first bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if first {
@@ -257,6 +283,9 @@ func (r *passRun) failed(o op, v verdict, first bool) {
 		r.conflicted = append(r.conflicted, o.target())
 	case transientFailure:
 		r.transient++
+		if r.firstErr == nil {
+			r.firstErr = err
+		}
 	}
 	r.res.Failed++
 }
@@ -285,19 +314,29 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 			f.moving[p.Origin] = true
 		}
 	}
-	f.scratch = 0
-	ops, deletes := f.plan(pending)
-	scratch := f.scratch
+	ops, deletes := f.plan(pending, to.final)
+	// A store known to be at its cap gets no creates but those tried one
+	// at a time after the deletes, on a sign of room (capwait.go).
+	full, probe := f.capw.full, f.capw.mayTry(start, false, to.final)
+	var held []op
+	if full {
+		ops, held = splitCreates(ops)
+	}
 	e.syncMu.Unlock()
 
-	r := &passRun{}
+	r := &passRun{capped: held}
 	g := new(errgroup.Group)
 	g.SetLimit(e.opts.Concurrency)
 	for _, o := range ops {
 		g.Go(func() error {
+			if o.kind == opCreate && f.capFull() {
+				// Another create of this pass was refused at the cap.
+				r.failed(o, capFailure, false, nil)
+				return nil
+			}
 			if err := f.upload(ctx, o); err != nil {
 				v, first := f.judge(o, err)
-				r.failed(o, v, first)
+				r.failed(o, v, first, err)
 			} else {
 				r.done(o)
 			}
@@ -307,9 +346,13 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	g.Wait() //nolint:errcheck // the goroutines return nil
 	d := f.sendDeletes(ctx, deletes, to)
 	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
+	r.res.Failed += d.failed
 	r.transient += d.transient
+	if r.firstErr == nil {
+		r.firstErr = d.firstErr
+	}
 	r.conflicted = append(r.conflicted, d.conflicted...)
-	f.retryCapped(ctx, r, d.sent > 0)
+	f.retryCapped(ctx, r, d.sent > 0 || (full && probe))
 	f.resolvePaths(ctx, r)
 	if !to.final || to.deletes {
 		// The store changed these memories too: the store wins, the local
@@ -326,11 +369,11 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	case r.transient > 0 && ctx.Err() != nil:
 		// Cut short (a final sync out of time, a stop): not an outage.
 	case r.transient > 0:
-		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded", r.transient))
+		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded: %w", r.transient, r.firstErr))
 	case r.res.Uploaded+r.res.Deleted > 0:
 		e.outage.ok()
 	}
-	r.res.Left = max(0, e.journal.Stats().Pending-scratch) // scratch files are never uploaded
+	r.res.Left = e.journal.Stats().Pending
 	if r.res.did() {
 		f.log.WithFields(logrus.Fields{"trigger": to.trigger, "uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
 			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
@@ -353,12 +396,17 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 //
 // REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) upload(ctx context.Context, o op) error {
+	var capEpoch uint64
+	f.e.locked(func() { capEpoch = f.capw.epoch })
 	m, recreated, err := f.send(ctx, o)
 	if err != nil {
 		return err
 	}
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
+	if o.kind == opCreate || recreated {
+		f.capw.created(capEpoch)
+	}
 	return f.settle(o, m, recreated)
 }
 
@@ -430,6 +478,7 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	delete(f.refused, e.FileID)
 	delete(f.capped, e.FileID)
 	delete(f.waits, e.FileID)
+	f.credErr = nil
 	fresh := ms.gen[m.ID] == 0
 	if o.kind == opUpdate && !recreated {
 		fresh = ms.gen[m.ID] == o.gen
@@ -476,30 +525,73 @@ func (f *flusher) judge(o op, err error) (v verdict, first bool) {
 	return v, first
 }
 
-// retryCapped uploads once more, when this pass's deletes made room, the
-// new files the store refused at its memory cap: a file removed and another
-// created in one interval (or before a final sync, which is the last pass)
-// go up together instead of the new one waiting for a later pass. What the
-// store still refuses waits, as before, for the next pass.
-func (f *flusher) retryCapped(ctx context.Context, r *passRun, roomMade bool) {
+// retryCapped tries the new files the store refused at its memory cap, or
+// that waited while it was, when try says there may be room: this pass's
+// deletes made some (a file removed and another created in one interval,
+// or before a final sync, go up together), or a sign of room came or the
+// backoff ended (capwait.go). They go one at a time, oldest first, and the
+// first the store still refuses at its cap ends the try; the others wait,
+// without a request, for the next sign.
+func (f *flusher) retryCapped(ctx context.Context, r *passRun, try bool) {
 	capped := r.capped
 	r.capped = nil
+	sortByLSN(capped)
 	for _, o := range capped {
-		if roomMade && ctx.Err() == nil {
+		if try && ctx.Err() == nil {
 			err := f.upload(ctx, o)
 			if err == nil {
 				r.done(o)
 				continue
 			}
-			if v, first := f.judge(o, err); v != capFailure {
-				r.failed(o, v, first)
+			v, first := f.judge(o, err)
+			if v != capFailure {
+				r.failed(o, v, first, err)
 				continue
 			}
+			if first {
+				r.mu.Lock()
+				r.res.Refused++
+				r.mu.Unlock()
+			}
+			try = false
+		} else {
+			f.e.locked(func() { f.holdAtCap(o.entry) })
 		}
 		r.mu.Lock()
 		r.res.Failed++
 		r.mu.Unlock()
 	}
+}
+
+// capFull reports whether the store is known to be at its memory cap.
+func (f *flusher) capFull() bool {
+	f.e.syncMu.Lock()
+	defer f.e.syncMu.Unlock()
+	return f.capw.full
+}
+
+// holdAtCap records why a create not sent waits: the store is at its cap.
+// A reason the store gave for this version of the file is kept.
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) holdAtCap(e journal.Entry) {
+	if w, ok := f.waits[e.FileID]; ok && w.lsn == e.LSN && w.reason == ReasonCap {
+		return
+	}
+	f.waits[e.FileID] = wait{reason: ReasonCap, err: "not sent: the store refused a create at its memory cap, and no memory was deleted since",
+		lsn: e.LSN, at: f.e.now()}
+}
+
+// splitCreates takes the creates out of ops.
+func splitCreates(ops []op) (rest, creates []op) {
+	for _, o := range ops {
+		if o.kind == opCreate {
+			creates = append(creates, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	return rest, creates
 }
 
 // judgeLocked is judge with syncMu held.
@@ -521,12 +613,13 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 		w.reason, v = ReasonConflict, conflictFailure
 	case errors.Is(err, store.ErrLimit):
 		// The cap is a passing condition (another client deletes a
-		// memory): retried every pass, warned once per change.
+		// memory): retried on a sign of room, warned once per change.
 		if lsn, warned := f.capped[e.FileID]; !warned || lsn != e.LSN {
-			l.WithError(err).Warn("the store is at its memory cap: this new file stays local and is retried every pass until there is room")
+			l.WithError(err).Warn("the store is at its memory cap: this new file stays local and is tried again once a memory is deleted (or after a backoff of up to 5 minutes)")
 			first = true
 		}
 		f.capped[e.FileID] = e.LSN
+		f.capw.refused(f.e.now())
 		w.reason, v = ReasonCap, capFailure
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
 		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {
@@ -535,11 +628,13 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 		}
 		f.refused[e.FileID] = e.LSN
 		w.reason, v = ReasonRefused, refusedFailure
-	case errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrUnauthorized):
-		if !f.e.outage.isDown() {
-			l.WithError(err).Warn("the store refused the credential for this change (token expired or store archived?); it stays journaled and is retried")
+	case isRefusal(err):
+		// The store answered: no outage. Said once until a change goes up.
+		if f.credErr == nil {
+			l.Warn("refused by the store: " + storeMessage(err) + "; changes stay journaled and are retried every pass")
 		}
-		w.reason = ReasonCredential
+		f.credErr = err
+		w.reason, v = ReasonCredential, credentialFailure
 	case errors.Is(err, context.Canceled):
 		w.reason = ReasonCutShort
 	default:

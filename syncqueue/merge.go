@@ -120,6 +120,9 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
+	if m == nil && e.f != nil {
+		e.f.capw.roomSeen() // a delete: creates waiting at the cap try again (capwait.go)
+	}
 	fileID, local := e.ms.byMemory[memoryID]
 	if local {
 		if err := e.commitOpen(fileID); err != nil {

@@ -16,13 +16,16 @@ import (
 // outage reports the store's reachability once per outage: one "store
 // unreachable" warning with the error, one "recovered" line with the count
 // of failures — never a line per attempt. The flusher, the overlay and the
-// watchdog share it.
+// watchdog share it. A store that answers 401 or 403 is reachable: that is
+// "refused by the store" with its message, once until a request works, and
+// no outage.
 type outage struct {
 	log logrus.FieldLogger
 	now func() time.Time
 
 	mu       sync.Mutex
 	down     bool      // GUARDED_BY(mu)
+	refused  bool      // GUARDED_BY(mu): the last failure was a 401/403 (lastErr)
 	failures int       // GUARDED_BY(mu)
 	lastErr  error     // GUARDED_BY(mu): the last failure, kept after recovery for status
 	lastAt   time.Time // GUARDED_BY(mu)
@@ -34,6 +37,13 @@ func (o *outage) fail(err error) {
 	defer o.mu.Unlock()
 	o.failures++
 	o.lastErr, o.lastAt = err, o.now()
+	if isRefusal(err) {
+		if !o.refused {
+			o.refused = true
+			o.log.Warn("refused by the store: " + storeMessage(err) + "; retried with backoff")
+		}
+		return
+	}
 	if !o.down {
 		o.down, o.since = true, o.lastAt
 		o.log.WithError(err).Warn("store unreachable: the mount keeps working, changes stay journaled and are retried")
@@ -43,6 +53,7 @@ func (o *outage) fail(err error) {
 func (o *outage) ok() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.refused = false
 	if o.down {
 		o.log.WithFields(logrus.Fields{"failures": o.failures, "outage": o.now().Sub(o.since).Round(time.Millisecond).String()}).Info("store recovered")
 		o.down, o.failures = false, 0
@@ -54,6 +65,32 @@ func (o *outage) isDown() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.down
+}
+
+// refusal is the store's refusal (401/403) of the last request, or nil.
+func (o *outage) refusal() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.refused {
+		return o.lastErr
+	}
+	return nil
+}
+
+// isRefusal reports whether err is the store refusing the credential
+// (401) or what it may do (403): the store answered.
+func isRefusal(err error) bool {
+	return errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrUnauthorized)
+}
+
+// storeMessage is what the store said in err (its message, without the
+// request id), or err's text when the store said nothing.
+func storeMessage(err error) string {
+	var se *store.Error
+	if errors.As(err, &se) && se.Message != "" {
+		return se.Message
+	}
+	return err.Error()
 }
 
 // last returns the last failure and when it happened.

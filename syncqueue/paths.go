@@ -51,7 +51,7 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 			if v, first := f.judge(o, err); v == pathFailure {
 				still = append(still, o)
 			} else {
-				r.failed(o, v, first)
+				r.failed(o, v, first, err)
 			}
 		}
 		retry = still

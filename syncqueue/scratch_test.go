@@ -3,34 +3,63 @@ package syncqueue
 import (
 	"context"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/memfs/memfs/store"
 )
 
-// TestScratchNeverUploaded: the write tool's atomic save, with a pass
-// between the temporary file's close and its rename (the race the rule is
-// for): the pass uploads nothing and status lists nothing pending; after
-// the rename over the target one pass makes one update of the target's
-// memory (its id kept), and no memory ever had the temporary name. A new
-// file saved the same way is one create at its own name. A scratch file
-// left at its temporary name is never uploaded and is not left in the
-// journal at the end (Left is empty).
-func TestScratchNeverUploaded(t *testing.T) {
+// mgClock is a clock a test moves by hand (EngineOptions.Now).
+type mgClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newMgClock() *mgClock { return &mgClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *mgClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *mgClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// pendingAt is the pending change at path p in status, or false.
+func pendingAt(st Status, p string) (PendingChange, bool) {
+	for _, c := range st.Pending {
+		if c.Path == p {
+			return c, true
+		}
+	}
+	return PendingChange{}, false
+}
+
+// TestScratchHeldThenUploaded: the write tool's atomic save, with a pass
+// between the temporary file's close and its rename (the race the hold is
+// for): the pass uploads nothing and status lists the temporary file as a
+// pending create held until its grace ends; after the rename over the
+// target one pass makes one update of the target's memory (its id kept),
+// and no memory ever had the temporary name. A new file saved the same way
+// is one create at its own name. A file left at a scratch name (a tool
+// killed between close and rename, or a user's own file of that name) is
+// uploaded by the first pass after its grace, and one written just before
+// the end by the final sync: the end leaves nothing.
+func TestScratchHeldThenUploaded(t *testing.T) {
 	e := mgSetup(t, map[string]string{"/notes/a.md": "v1\n"})
-	eng := e.startOwned(nil)
+	clock := newMgClock()
+	eng := e.startOwned(func(o *EngineOptions) { o.Now = clock.Now })
 	target := e.ids["/notes/a.md"]
 
 	tmp := "/notes/.agenttoolset-1234567890"
 	e.mustWrite(tmp, "v2\n")
-	if res := e.sync(true, true); res.Uploaded+res.Deleted != 0 || res.Left != 0 {
-		t.Fatalf("a pass between the close and the rename = %+v, want nothing uploaded and nothing left", res)
+	if res := e.sync(true, true); res.Uploaded+res.Deleted != 0 || res.Left != 1 {
+		t.Fatalf("a pass between the close and the rename = %+v, want nothing uploaded and the temporary file left", res)
 	}
-	if st := eng.Status(); len(st.Pending) != 0 || st.PendingUploads != 0 {
-		t.Errorf("status lists the temporary file as pending: %+v", st.Pending)
+	st := eng.Status()
+	c, ok := pendingAt(st, tmp)
+	if !ok || c.Op != "create" || c.Reason != ReasonScratch || !c.Until.Equal(clock.Now().Add(ScratchGrace)) || st.PendingUploads != 1 {
+		t.Errorf("status of the temporary file: %+v (%d uploads pending); want a create held until %v", st.Pending, st.PendingUploads, clock.Now().Add(ScratchGrace))
 	}
 	e.rename(tmp, "/notes/a.md")
 	if res := e.sync(true, true); res.Uploaded != 1 || res.Deleted != 0 || res.Left != 0 {
@@ -38,9 +67,6 @@ func TestScratchNeverUploaded(t *testing.T) {
 	}
 	if got := e.memory("/notes/a.md"); got == nil || got.ID != target {
 		t.Fatalf("the memory at the target after the save is %+v, want %s (its id kept)", got, target)
-	}
-	if got := e.storeContents()["/notes/a.md"]; got != "v2\n" {
-		t.Errorf("the target holds %q after the save, want v2", got)
 	}
 	if ops := e.ops(target); !slices.Equal(ops, []string{"created", "modified"}) {
 		t.Errorf("the target's versions: %v, want created, modified", ops)
@@ -54,14 +80,6 @@ func TestScratchNeverUploaded(t *testing.T) {
 	if res := e.sync(true, true); res.Uploaded != 1 {
 		t.Fatalf("the pass after saving a new file = %+v, want one upload", res)
 	}
-
-	// One left behind (a tool killed between close and rename).
-	e.mustWrite("/notes/.agenttoolset-333", "stray\n")
-	e.sync(true, true)
-	want := map[string]string{"/notes/a.md": "v2\n", "/notes/new.md": "fresh\n"}
-	if got := e.storeContents(); !maps.Equal(got, want) {
-		t.Errorf("the store holds %v, want %v", got, want)
-	}
 	for v, err := range e.remote.Versions(e.ctx(), e.storeID, store.ListVersionsOptions{}) {
 		if err != nil {
 			t.Fatal(err)
@@ -70,6 +88,27 @@ func TestScratchNeverUploaded(t *testing.T) {
 			t.Errorf("version %s (%s) of memory %s has the temporary name %s", v.ID, v.Operation, v.MemoryID, *v.Path)
 		}
 	}
+
+	// One left at its name: held for its grace, then uploaded.
+	stray := "/notes/.agenttoolset-333"
+	e.mustWrite(stray, "stray\n")
+	if res := e.sync(true, true); res.Uploaded != 0 || res.Left != 1 {
+		t.Fatalf("the first pass to see a stray = %+v, want it held and left", res)
+	}
+	clock.Add(ScratchGrace - time.Millisecond)
+	if res := e.sync(true, true); res.Uploaded != 0 || res.Left != 1 {
+		t.Fatalf("a pass within the grace = %+v, want it held", res)
+	}
+	clock.Add(time.Millisecond)
+	if c, _ := pendingAt(eng.Status(), stray); c.Reason != ReasonWaiting {
+		t.Errorf("status of the stray once its grace is over: %+v, want it waiting for the next pass", c)
+	}
+	if res := e.sync(true, true); res.Uploaded != 1 || res.Left != 0 {
+		t.Fatalf("the pass after the grace = %+v, want the stray uploaded", res)
+	}
+
+	// One written just before the end: the final sync uploads it.
+	e.mustWrite("/.agenttoolset-mine", "a user's file of that name\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	eng.Finish(ctx, true)
@@ -77,6 +116,34 @@ func TestScratchNeverUploaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	if l := eng.Left(); !l.Empty() {
-		t.Errorf("the end left %s, want nothing: a scratch file is never uploaded", l)
+		t.Errorf("the end left %s, want nothing", l)
+	}
+	want := map[string]string{"/notes/a.md": "v2\n", "/notes/new.md": "fresh\n", stray: "stray\n", "/.agenttoolset-mine": "a user's file of that name\n"}
+	if got := e.storeContents(); !maps.Equal(got, want) {
+		t.Errorf("the store holds %v, want %v", got, want)
+	}
+}
+
+// A file at a scratch name that the final sync can't upload is left, with
+// the reason it waits: the end never reports it stored.
+func TestScratchLeftWhenTheEndCantUploadIt(t *testing.T) {
+	e := mgSetup(t, nil)
+	eng := e.startOwned(nil)
+	e.mustWrite("/.agenttoolset-999", "kept\n")
+	e.proxy.setFault(func(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
+		if kind != "create" {
+			return false
+		}
+		mgWriteError(w, http.StatusServiceUnavailable, "overloaded_error", "down")
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eng.Finish(ctx, true)
+	if err := eng.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := eng.Left(); l.Changes != 1 || l.Reasons[ReasonUnreachable] != 1 {
+		t.Errorf("the end left %s, want the scratch-named file, the store unreachable", l)
 	}
 }

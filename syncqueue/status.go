@@ -21,10 +21,14 @@ type Status struct {
 	// (the rest is fetched in the background, or when read).
 	Content ContentProgress `json:"content"`
 	// Pending lists the changes not yet in the store, oldest first.
-	Pending        []PendingChange `json:"pending"`
-	PendingUploads int             `json:"pending_uploads"`
-	PendingDeletes int             `json:"pending_deletes"`
-	JournalBytes   int64           `json:"journal_bytes"`
+	Pending []PendingChange `json:"pending"`
+	// PendingUploads, PendingDeletes and PendingUnjournaled count Pending
+	// (tally): the deletes, every other change (unjournaled ones too),
+	// and those of them that never reached the journal.
+	PendingUploads     int   `json:"pending_uploads"`
+	PendingDeletes     int   `json:"pending_deletes"`
+	PendingUnjournaled int   `json:"pending_unjournaled"`
+	JournalBytes       int64 `json:"journal_bytes"`
 	// NoSpace: the state dir has no room for the journal (closes fail with
 	// ENOSPC, the files keep their content and are journaled once there
 	// is room).
@@ -36,6 +40,10 @@ type Status struct {
 	JournalError string `json:"journal_error,omitempty"`
 	// Unreachable: the last request to the store failed or hangs.
 	Unreachable bool `json:"unreachable"`
+	// Refused is the store's message when it refuses this mount's
+	// requests (401/403: the credential, or a store attached read-only):
+	// the store answers, so that is no outage.
+	Refused string `json:"refused,omitempty"`
 	// LastSync is when the last successful pass began: one that left
 	// nothing failed while the store answered (a pass with nothing to send
 	// during an outage is no sync).
@@ -48,6 +56,11 @@ type Status struct {
 	// Damaged is the copy of this store's journal that was found damaged
 	// at mount (see memfs status for older copies).
 	Damaged *DamageStatus `json:"damaged,omitempty"`
+	// AtCap: the store refused a create at its memory cap and none went
+	// up since; new files wait for a memory to be deleted, or until
+	// CapRetryAt.
+	AtCap      bool       `json:"at_cap"`
+	CapRetryAt *time.Time `json:"cap_retry_at,omitempty"`
 	// RemoteBlocked: a change from the store waits because a local version
 	// it would replace can't be kept yet.
 	RemoteBlocked bool `json:"remote_blocked,omitempty"`
@@ -70,6 +83,10 @@ type PendingChange struct {
 	// Since is when the change last failed to go up (absent if it never
 	// tried).
 	Since time.Time `json:"since,omitzero"`
+	// Until is when a held change's hold ends (ReasonScratch: it goes up
+	// with the first pass after it unless renamed; absent while no pass
+	// has seen it yet, and the next one starts its ScratchGrace).
+	Until time.Time `json:"until,omitzero"`
 }
 
 // DamageStatus describes a damaged journal that was salvaged.
@@ -87,6 +104,9 @@ func (e *Engine) Status() Status {
 	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down
+	if r := e.outage.refusal(); r != nil {
+		s.Refused = storeMessage(r)
+	}
 	if lastErr != nil {
 		s.LastError, s.LastErrorAt = lastErr.Error(), &lastAt
 	}
@@ -116,6 +136,13 @@ func (e *Engine) Status() Status {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
 	s.RemoteBlocked, s.FeedCursor = e.remoteBlocked, e.cursor
+	if e.f != nil && e.f.credErr != nil {
+		s.Refused = storeMessage(e.f.credErr)
+	}
+	if e.f != nil && e.f.capw.full {
+		t := e.f.capw.retryTime()
+		s.AtCap, s.CapRetryAt = true, &t
+	}
 	if f := e.f; f != nil && !f.last.At.IsZero() {
 		last := f.last
 		s.LastPass = &last
@@ -124,28 +151,33 @@ func (e *Engine) Status() Status {
 			s.LastSync = &t
 		}
 	}
+	now := e.now()
 	for _, p := range e.journal.Snapshot() {
-		if scratchCreate(p.Origin, p.Path, p.Deleted) {
-			continue // on the mount only (scratch.go)
-		}
 		c := PendingChange{Path: p.Path, Reason: ReasonWaiting, MemoryID: p.Origin}
 		switch {
 		case p.Deleted:
 			c.Op, c.Reason = "delete", ReasonDeleteDelay
-			s.PendingDeletes++
 		case p.Origin == "":
 			c.Op = "create"
-			s.PendingUploads++
 		case e.ms.known[p.Origin].path != p.Path:
 			c.Op = "move"
-			s.PendingUploads++
 		default:
 			c.Op = "update"
-			s.PendingUploads++
 		}
 		if e.f != nil {
-			if w, ok := e.f.waits[p.FileID]; ok && w.lsn == p.LSN {
+			w, tried := e.f.waits[p.FileID]
+			if tried = tried && w.lsn == p.LSN; tried {
 				c.Reason, c.Error, c.Since = w.reason, w.err, w.at
+			}
+			if !tried && scratchCreate(p.Origin, p.Path, p.Deleted) {
+				// Held for its grace (scratch.go), then tried as any create.
+				seen, ok := e.f.scratchSeen[p.FileID]
+				if !ok || now.Before(scratchUntil(seen)) {
+					c.Reason = ReasonScratch
+					if ok {
+						c.Until = scratchUntil(seen)
+					}
+				}
 			}
 		}
 		if !p.Deleted && !utf8.Valid(p.Content) {
@@ -157,5 +189,23 @@ func (e *Engine) Status() Status {
 		s.Pending = append(s.Pending, c)
 	}
 	sort.SliceStable(s.Pending, func(i, j int) bool { return s.Pending[i].Op == "unjournaled" && s.Pending[j].Op != "unjournaled" })
+	s.tally()
 	return s
+}
+
+// tally sets the counts from Pending, so that they and the list (and
+// memfs status's text and JSON, which show them) never disagree.
+func (s *Status) tally() {
+	s.PendingUploads, s.PendingDeletes, s.PendingUnjournaled = 0, 0, 0
+	for _, c := range s.Pending {
+		switch c.Op {
+		case "delete":
+			s.PendingDeletes++
+		case "unjournaled":
+			s.PendingUnjournaled++
+			s.PendingUploads++
+		default:
+			s.PendingUploads++
+		}
+	}
 }

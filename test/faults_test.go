@@ -149,10 +149,13 @@ func TestFaultNotUTF8(t *testing.T) {
 }
 
 // Case 4, on a mount: a new file refused at the store's memory cap waits
-// (status says why) and goes up by itself once another client makes room.
+// (status says why), is not sent again every pass, and goes up by itself
+// once another client makes room.
 func TestFaultMemoryCap(t *testing.T) {
 	mtRequireFUSE(t)
-	e := newMtEnvWith(t, map[string]string{"/1.md": "1\n", "/2.md": "2\n"}, harness.ServeOptions{Args: []string{"--max-memories-per-store", "2"}})
+	// At info, serve logs every request (its access log).
+	e := newMtEnvWith(t, map[string]string{"/1.md": "1\n", "/2.md": "2\n"},
+		harness.ServeOptions{Args: []string{"--max-memories-per-store", "2", "--log-level", "info"}})
 	m := e.mount()
 	mtMustSh(t, m.Dir, `echo waits > new.md`)
 	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 1, "left": 1})
@@ -161,10 +164,25 @@ func TestFaultMemoryCap(t *testing.T) {
 	if reasons["/new.md"] != syncqueue.ReasonCap {
 		t.Fatalf("memfs status: %v, want /new.md waiting on the cap", reasons)
 	}
+	// Later passes don't send it again (issue 18 item 5): the server's
+	// access log has the one refusal.
+	refusals := func() int { return strings.Count(e.serve.Output(), "status=422") }
+	for range 3 {
+		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 1, "left": 1})
+	}
+	if n := refusals(); n != 1 {
+		t.Errorf("the server refused %d creates at its cap after four passes, want 1:\n%s", n, e.serve.Output())
+	}
 	if err := e.cl.DeleteMemory(t.Context(), e.storeID, e.memories()["/1.md"].ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 1, "failed": 0})
+	// The new file waits for the delete to reach the mount (the change
+	// feed), then goes up with the next pass.
+	mtPoll(t, "/new.md to go up once the delete reached the mount", func() (bool, string) {
+		line := m.SyncNow(mtPassTimeout)
+		got := mtPassCounts(t, line)
+		return got["uploaded"] == 1 && got["failed"] == 0, line
+	})
 	e.waitStore(map[string]string{"/2.md": "2\n", "/new.md": "waits\n"})
 	mtStop(t, m)
 }

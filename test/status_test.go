@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -492,4 +495,171 @@ func stCommand(t *testing.T, o harness.MountOptions, env []string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	return cmd
+}
+
+// Issue 18 item 9b: a mount whose credential may read its store but not
+// write it (a session's token, the store attached read-only) is refused
+// by the store, which answers: the log says "refused by the store" with
+// the store's message, once however many passes, and never "store
+// unreachable"; memfs status gives the same reason, in both views.
+func TestMountRefusedByTheStore(t *testing.T) {
+	e := newWkEnv(t)
+	id := e.newStore("read-only", map[string]string{"/a.md": "a\n"})
+	e.newSession(wkRO(id))
+	_, _, token := e.poll()
+	stateDir := filepath.Join(e.base, "state-ro")
+	m := harness.StartMount(t, harness.MountOptions{URL: e.serve.URL, APIKey: token, Store: id, Dir: filepath.Join(e.base, "ro"),
+		StateDir: stateDir, Args: []string{"--memory-sync-interval", "60s", "--memory-sync-quiet", "off"}})
+	mtMustSh(t, m.Dir, `echo mine > b.md; echo changed > a.md`)
+	for range 3 {
+		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 2, "left": 2})
+	}
+	msg := "memory store " + id + " is attached to this session read-only"
+	m.WaitOutput(1, "refused by the store: "+msg, mtPollTimeout)
+	if n := len(m.Lines("refused by the store")); n != 1 {
+		t.Errorf("%d lines say the store refused, want 1:\n%s", n, m.Output())
+	}
+	if strings.Contains(m.Output(), "unreachable") {
+		t.Errorf("the log calls a store that answers 403 unreachable:\n%s", m.Output())
+	}
+	ms := stStatus(t, "--state-dir", stateDir).mount(t, m.Dir)
+	if ms.Sync.Unreachable || ms.Sync.Refused != msg {
+		t.Errorf("status: unreachable %v, refused %q; want not unreachable, refused %q", ms.Sync.Unreachable, ms.Sync.Refused, msg)
+	}
+	for _, c := range ms.Sync.Pending {
+		if c.Reason != syncqueue.ReasonCredential || !strings.Contains(c.Error, msg) {
+			t.Errorf("%s %s waits for %q (%s), want %q with the store's message", c.Op, c.Path, c.Reason, c.Error, syncqueue.ReasonCredential)
+		}
+	}
+	text := stText(t, "--state-dir", stateDir)
+	// (Lines are cut at 100 columns: the store's id takes 35.)
+	for _, s := range []string{"now         REFUSED BY THE STORE: memory store " + id, "create  /b.md  refused by the store: memory store " + id,
+		"update  /a.md  refused by the store: memory store " + id} {
+		if !strings.Contains(text, s) {
+			t.Errorf("memfs status does not say %q:\n%s", s, text)
+		}
+	}
+	if strings.Contains(text, "UNREACHABLE") {
+		t.Errorf("memfs status calls the store unreachable:\n%s", text)
+	}
+	m.Kill()
+	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}
+
+// Issue 18 item 9b: every figure of memfs status's text equals the JSON's,
+// for a mount with a change waiting for each reason a test can make at
+// once: files closed while the state dir was full (never journaled), new
+// files at the store's memory cap, content that is not UTF-8, a delete
+// within its delay, and a conflict kept.
+func TestStatusViewsAgree(t *testing.T) {
+	e := newMtEnvWith(t, map[string]string{"/1.md": "1\n", "/2.md": "2\n", "/3.md": "3\n"}, harness.ServeOptions{Args: []string{"--max-memories-per-store", "5"}})
+	proxy := harness.NewFaultProxy(t, e.serve.URL)
+	disk := harness.SmallTmpfs(t, "3m")
+	m := e.mountVia(proxy.URL(), filepath.Join(disk, "state"), "60s")
+	// The two views are two looks: nothing may move between them but the
+	// test, so the content is all fetched first.
+	mtPoll(t, "the content fetched", func() (bool, string) {
+		c := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir).Sync.Content
+		return c.Fetched == c.Total, fmt.Sprintf("%+v", c)
+	})
+
+	// A conflict: /3.md changes here while the store is away, and there too.
+	proxy.Cut()
+	mtMustSh(t, m.Dir, `echo three, mine > 3.md`)
+	theirs := "three, theirs\n"
+	if _, err := e.cl.UpdateMemory(t.Context(), e.storeID, e.memories()["/3.md"].ID, store.UpdateMemoryInput{Content: &theirs}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pass()
+	mtPoll(t, "the conflict to be kept", func() (bool, string) {
+		m.SyncNow(mtPassTimeout)
+		ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir)
+		return ms.Conflicts == 1, fmt.Sprintf("%+v", ms)
+	})
+	// Four new files for two places, content that is not UTF-8, a delete.
+	mtMustSh(t, m.Dir, `for i in 1 2 3 4; do echo new $i > new$i.md; done; printf '\377' > bin.md; rm 2.md`)
+	m.SyncNow(mtPassTimeout)
+	// The state dir fills: three closes fail, their files keep the content.
+	harness.FillDisk(t, disk)
+	for i := range 3 {
+		p := filepath.Join(m.Dir, fmt.Sprintf("full%d.md", i))
+		if err := os.WriteFile(p, []byte(strings.Repeat("written while the state dir is full\n", 100)), 0o644); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("write %s on a full state dir: %v, want ENOSPC", p, err)
+		}
+	}
+
+	ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir)
+	text := stText(t, "--state-dir", e.stateDir)
+	s := ms.Sync
+	byOp := map[string]int{}
+	for _, c := range s.Pending {
+		byOp[c.Op]++
+	}
+	t.Logf("pending by op %v, JSON counts: %d uploads (%d unjournaled), %d deletes; %d conflicts", byOp, s.PendingUploads, s.PendingUnjournaled, s.PendingDeletes, ms.Conflicts)
+	// The JSON agrees with itself, and has what the test made.
+	if s.PendingUploads != len(s.Pending)-byOp["delete"] || s.PendingDeletes != byOp["delete"] || s.PendingUnjournaled != byOp["unjournaled"] {
+		t.Errorf("the JSON's counts (%d uploads, %d deletes, %d unjournaled) are not its list's: %v", s.PendingUploads, s.PendingDeletes, s.PendingUnjournaled, byOp)
+	}
+	if byOp["unjournaled"] != 3 || byOp["delete"] != 1 || byOp["create"] != 3 || ms.Conflicts != 1 || !s.AtCap {
+		t.Errorf("status %+v (conflicts %d): want 3 unjournaled, 1 delete, 3 creates (2 at the cap, bin.md), the conflict, the cap", byOp, ms.Conflicts)
+	}
+
+	// The text's block for the mount.
+	block := text[strings.Index(text, m.Dir+"\n"):]
+	if end := strings.Index(block, "\n\n"); end >= 0 {
+		block = block[:end]
+	}
+	sm := regexp.MustCompile(`\n  pending     (\d+) uploads?(?: \((\d+) not journaled yet\))?, (\d+) deletes?; journal (.+)\n`).FindStringSubmatch(block)
+	if sm == nil {
+		t.Fatalf("no pending line in the text:\n%s", block)
+	}
+	atoi := func(s string) int {
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	if atoi(sm[1]) != s.PendingUploads || atoi(sm[2]) != s.PendingUnjournaled || atoi(sm[3]) != s.PendingDeletes {
+		t.Errorf("the text says %q; the JSON %d uploads (%d unjournaled), %d deletes", sm[0], s.PendingUploads, s.PendingUnjournaled, s.PendingDeletes)
+	}
+	if want := stHumanBytes(s.JournalBytes); sm[4] != want {
+		t.Errorf("the text's journal is %s, the JSON's %d bytes (%s)", sm[4], s.JournalBytes, want)
+	}
+	if want := fmt.Sprintf("\n  conflicts   %d\n", ms.Conflicts); !strings.Contains(block, want) {
+		t.Errorf("the text lacks %q:\n%s", want, block)
+	}
+	if c := s.Content; c.Fetched < c.Total && !strings.Contains(block, fmt.Sprintf("content     %d of %d memories", c.Fetched, c.Total)) {
+		t.Errorf("the text does not give the content's %d of %d:\n%s", c.Fetched, c.Total, block)
+	}
+	if strings.Contains(block, "memory cap  REACHED") != s.AtCap || strings.Contains(block, "STATE DIR FULL") != s.NoSpace {
+		t.Errorf("the text's cap and full state dir disagree with the JSON's at_cap %v, no_space %v:\n%s", s.AtCap, s.NoSpace, block)
+	}
+	// One waiting line per pending change, with its reason.
+	lines := regexp.MustCompile(`(?m)^    (create|update|move|delete|unjournaled) +(\S+) +(.*)$`).FindAllStringSubmatch(block, -1)
+	if len(lines) != len(s.Pending) {
+		t.Errorf("the text lists %d waiting changes, the JSON %d:\n%s", len(lines), len(s.Pending), block)
+	}
+	for _, c := range s.Pending {
+		found := false
+		for _, l := range lines {
+			if l[1] == c.Op && l[2] == c.Path && strings.HasPrefix(l[3], c.Reason) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the text has no line for %s %s (%s):\n%s", c.Op, c.Path, c.Reason, block)
+		}
+	}
+	m.Kill()
+	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+}
+
+// stHumanBytes is how memfs status writes a size.
+func stHumanBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < 2 {
+		v, i = v/1024, i+1
+	}
+	return fmt.Sprintf("%.1f %s", v, []string{"KiB", "MiB", "GiB"}[i])
 }

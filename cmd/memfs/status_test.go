@@ -20,8 +20,8 @@ import (
 func statusExample(now time.Time) statusReport {
 	ago := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
 	store := "memstore_06H2RH0TGR17NGP44DZEJBPVB8"
-	busy := syncqueue.Status{StoreID: store, StoreName: "Customer preferences of the support team", PendingUploads: 5, PendingDeletes: 1,
-		JournalBytes: 123456, Content: syncqueue.ContentProgress{Fetched: 1200, Total: 3000}, Unreachable: true, NoSpace: true, LastSync: ago(12 * time.Second), LastErrorAt: ago(3 * time.Second),
+	busy := syncqueue.Status{StoreID: store, StoreName: "Customer preferences of the support team", PendingUploads: 7, PendingDeletes: 1, PendingUnjournaled: 1,
+		JournalBytes: 123456, Content: syncqueue.ContentProgress{Fetched: 1200, Total: 3000}, Unreachable: true, NoSpace: true, AtCap: true, CapRetryAt: ago(-4 * time.Minute), LastSync: ago(12 * time.Second), LastErrorAt: ago(3 * time.Second),
 		LastError: `update memory mem_06H2RH0THH3QWH8RMBA3RBDFB4: Post "http://10.0.0.12:8080/v1/memory_stores/memstore_06H2RH0TGR17NGP44DZEJBPVB8/memories/mem_06H2RH0THH3QWH8RMBA3RBDFB4": dial tcp 10.0.0.12:8080: connect: connection refused`,
 		Damaged:   &syncqueue.DamageStatus{KeptAt: "/var/lib/memfs/stores/" + store + "/journal.corrupt-20260102T030405Z", LostBytes: 4096},
 		Pending: []syncqueue.PendingChange{
@@ -31,6 +31,8 @@ func statusExample(now time.Time) statusReport {
 			{Path: "/bin/blob", Op: "create", Reason: syncqueue.ReasonNotUTF8},
 			{Path: "/projects/acme/notes.md", Op: "move", Reason: syncqueue.ReasonPath, Error: "path /projects/acme/notes.md is held by memory mem_06H2RH0THH3QWH8RMBA3RBDFB4"},
 			{Path: "/old.md", Op: "delete", Reason: syncqueue.ReasonDeleteDelay},
+			{Path: "/.agenttoolset-1", Op: "create", Reason: syncqueue.ReasonScratch, Until: now.Add(3 * time.Second)},
+			{Path: "/.agenttoolset-2", Op: "create", Reason: syncqueue.ReasonScratch},
 		}}
 	return statusReport{
 		StateDir: "/var/lib/memfs", StateDirs: []string{"/var/lib/memfs", "/var/lib/memfs/state"},
@@ -71,9 +73,10 @@ func TestStatusText(t *testing.T) {
 		"process     pid 4242 (memfs worker), since 14:04:05 (1h00m ago)",
 		"access      read_write",
 		"session     sesn_06H2RH0TGR17NGP44DZEJBPVB8, work item work_06H2RH0TGR17NGP44DZEJBPVB8",
-		"pending     5 uploads, 1 delete; journal 120.6 KiB",
+		"pending     7 uploads (1 not journaled yet), 1 delete; journal 120.6 KiB",
 		"content     1200 of 3000 memories fetched; the rest comes in the background, or when read",
-		"now         STORE UNREACHABLE, STATE DIR FULL",
+		"now         STORE UNREACHABLE, STATE DIR FULL\n",
+		"memory cap  REACHED: new files are tried again once a memory is deleted, or at 15:08:05\n",
 		"last sync   15:03:53 (12s ago)",
 		"last error  15:04:02 (3s ago): update memory mem_",
 		"conflicts   2",
@@ -84,6 +87,10 @@ func TestStatusText(t *testing.T) {
 		"    create       /bin/blob                content is not UTF-8\n",
 		"    move         /projects/acme/notes.md  path conflict: path /projects/acme/notes.md is held",
 		"    delete       /old.md                  deletes wait 30 s and a confirming pass\n",
+		"    create       /.agenttoolset-1         held: temporary name of the SDK's write tool\n" +
+			"                                          uploaded after 15:04:08 unless renamed\n",
+		"    create       /.agenttoolset-2         held: temporary name of the SDK's write tool\n" +
+			"                                          uploaded 5s after the next pass unless renamed\n",
 		"access      read_only\n  pending     - (read-only: nothing is uploaded)\n  last sync   -\n",
 		"  /mnt/memory/gone  memstore_06H2RH0TGR17NGP44DZEJBPVB7\n    fix: umount -l /mnt/memory/gone",
 		"memstore_06H2RH0TGR17NGP44DZEJBPVB7  3        1        2.0 KiB  5m00s ago  100 B\n",

@@ -92,7 +92,11 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.ReadOnly {
 		field("pending", "- (read-only: nothing is uploaded)")
 	} else {
-		field("pending", "%s, %s; journal %s", plural(s.PendingUploads, "upload"), plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
+		uploads := plural(s.PendingUploads, "upload")
+		if s.PendingUnjournaled > 0 {
+			uploads += fmt.Sprintf(" (%d not journaled yet)", s.PendingUnjournaled)
+		}
+		field("pending", "%s, %s; journal %s", uploads, plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
 	}
 	if c := s.Content; c.Fetched < c.Total {
 		// Mounted from the listing: the content is still coming (issue 12).
@@ -108,11 +112,22 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.JournalError != "" {
 		trouble = append(trouble, strings.ToUpper(s.JournalError)) // I/O ERROR ON THE JOURNAL (EIO)
 	}
+	if s.Refused != "" {
+		trouble = append(trouble, "REFUSED BY THE STORE: "+oneLine(s.Refused))
+	}
 	if s.RemoteBlocked {
 		trouble = append(trouble, "changes from the store wait on this host")
 	}
+
 	if len(trouble) > 0 {
 		field("now", "%s", strings.Join(trouble, ", "))
+	}
+	if s.AtCap {
+		at := ""
+		if s.CapRetryAt != nil {
+			at = ", or at " + s.CapRetryAt.Local().Format(time.TimeOnly)
+		}
+		field("memory cap", "REACHED: new files are tried again once a memory is deleted%s", at)
 	}
 	if s.LastSync == nil {
 		field("last sync", "-")
@@ -143,7 +158,21 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		}
 		fmt.Fprintf(out, "    %-*s  %s%*s  %s\n", opw, c.Op, c.Path, pathw-utf8.RuneCountInString(c.Path), "",
 			clipTo(why, max(statusWidth-8-opw-pathw, 40)))
+		if c.Reason == syncqueue.ReasonScratch {
+			// When it goes up, on a line of its own under the reason.
+			fmt.Fprintf(out, "    %*s  %s\n", opw+2+pathw, "", scratchNote(c))
+		}
 	}
+}
+
+// scratchNote says when a create held at a scratch name goes up: by the
+// first pass after its hold ends, or, before a pass has seen it, the first
+// pass ScratchGrace after the next one.
+func scratchNote(c syncqueue.PendingChange) string {
+	if c.Until.IsZero() {
+		return fmt.Sprintf("uploaded %s after the next pass unless renamed", age(syncqueue.ScratchGrace))
+	}
+	return fmt.Sprintf("uploaded after %s unless renamed", c.Until.Local().Format(time.TimeOnly))
 }
 
 // printLeft writes the journals no process holds.

@@ -335,6 +335,7 @@ var reasonLabels = map[string]string{
 	syncqueue.ReasonConflict:    "conflict",
 	syncqueue.ReasonJournalIO:   "journal_io", // "I/O error on the journal (EIO)", any errno
 	syncqueue.ReasonJournal:     "journal",
+	syncqueue.ReasonScratch:     "scratch",
 }
 
 // reasonLabel is a reason's label value; "other" for one this table

@@ -206,7 +206,8 @@ func TestWorkerMetrics(t *testing.T) {
 func TestReasonLabels(t *testing.T) {
 	reasons := []string{syncqueue.ReasonWaiting, syncqueue.ReasonDeleteDelay, syncqueue.ReasonUnreachable, syncqueue.ReasonNoSpace,
 		syncqueue.ReasonCap, syncqueue.ReasonNotUTF8, syncqueue.ReasonPath, syncqueue.ReasonRefused, syncqueue.ReasonCredential,
-		syncqueue.ReasonConflict, syncqueue.ReasonJournalIO + " (EIO)", syncqueue.ReasonJournal}
+		syncqueue.ReasonConflict, syncqueue.ReasonScratch,
+		syncqueue.ReasonJournalIO + " (EIO)", syncqueue.ReasonJournal}
 	seen := map[string]string{}
 	for _, r := range reasons {
 		l := reasonLabel(r)
