@@ -396,7 +396,7 @@ func waitMounted(ctx context.Context, path string, workerDone <-chan error, sess
 }
 
 // selfCommand is how to run this binary from another terminal: "memfs"
-// when that is what PATH finds, else its absolute path (make up runs
+// when that is what PATH finds, else its absolute path (./up.sh runs
 // bin/memfs, which is not on PATH).
 func selfCommand() string {
 	exe, err := os.Executable()
