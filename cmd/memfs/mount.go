@@ -203,7 +203,7 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
-	mm, err := me.workerMetrics()
+	mm, err := me.workerMetrics(false)
 	if err != nil {
 		return err
 	}

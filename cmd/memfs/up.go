@@ -122,7 +122,7 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
-	wm, err := me.workerMetrics()
+	wm, err := me.workerMetrics(true)
 	if err != nil {
 		return err
 	}
