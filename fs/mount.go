@@ -33,6 +33,13 @@ type MountOptions struct {
 	// Observer, when set, is told of every FUSE request the mount
 	// answers, with its latency and errno (observe.go). nil costs nothing.
 	Observer OpObserver
+	// OnUnmountWait, when set, is called once by Unmount when its first
+	// attempt fails and the mount is still there (a process has a file
+	// open in it or works in it), with Unmount's context and the
+	// attempt's error, before Unmount retries until ctx ends and then
+	// detaches lazily: the caller says what the wait is and how to cut
+	// it short.
+	OnUnmountWait func(ctx context.Context, err error)
 }
 
 // Mount is one mounted tree.
@@ -43,7 +50,8 @@ type Mount struct {
 	Tree   *Tree
 	server *fuse.Server
 	notify *notifier
-	gone   goneWatch // gone.go
+	gone   goneWatch                            // gone.go
+	onWait func(ctx context.Context, err error) // MountOptions.OnUnmountWait
 }
 
 // CheckFUSE reports, with a fix, why this process can't mount: /dev/fuse
@@ -169,7 +177,7 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	t.mu.Lock()
 	t.notify = n
 	t.mu.Unlock()
-	return &Mount{Dir: abs, Tree: t, server: server, notify: n}, nil
+	return &Mount{Dir: abs, Tree: t, server: server, notify: n, onWait: opts.OnUnmountWait}, nil
 }
 
 // RealPath is dir made absolute with every symlink in it resolved: the
@@ -206,6 +214,19 @@ func (m *Mount) Unmount(ctx context.Context) error {
 		}
 		if mounted, _ := IsMounted(m.Dir); !mounted {
 			break
+		}
+		if m.onWait != nil {
+			// go-fuse's error is that of its fusermount fallback, not why
+			// the kernel refused: ask the kernel once (as root; a user's
+			// attempt is EPERM and keeps go-fuse's error).
+			werr := err
+			if uerr := unix.Unmount(m.Dir, 0); uerr == nil {
+				continue // unmounted: the loop sees it gone
+			} else if errors.Is(uerr, unix.EBUSY) {
+				werr = uerr
+			}
+			m.onWait(ctx, werr)
+			m.onWait = nil
 		}
 		select {
 		case <-ctx.Done():

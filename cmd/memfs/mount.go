@@ -214,6 +214,14 @@ Flags:
 	defer cutShort()
 	ctx, stop := signals(log, cutShort)
 	defer stop()
+	// What can't work is said first, alone: FUSE, then the state dir
+	// (the status socket below goes in it, and would warn first).
+	if err := fs.CheckFUSE(); err != nil {
+		return err
+	}
+	if err := ensureStateDir(sf.stateDir); err != nil {
+		return err
+	}
 	if err := prepareMountDir(pos[0], mkdir); err != nil {
 		return err
 	}
@@ -232,6 +240,9 @@ Flags:
 		Metrics:    mm,
 	})
 	if err != nil {
+		if h := serviceHint(err, apiURL); h != "" {
+			return fmt.Errorf("%w\nhint: %s", err, h)
+		}
 		return err
 	}
 	// SIGUSR1 runs a sync pass at once (for people who don't want to wait
