@@ -1,10 +1,14 @@
 package test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,4 +85,76 @@ func TestUpSessionFails(t *testing.T) {
 			t.Errorf("mounted: %v", m)
 		}
 	})
+}
+
+// upMountDelay holds the demo session's open of /dev/fuse (strace's
+// delay_enter), so that a Ctrl-C sent once the session is claimed lands
+// before the store can be mounted.
+const upMountDelay = 10 * time.Second
+
+// TestUpCtrlCBeforeTheMount: Ctrl-C while memfs up waits for its demo
+// store to be mounted is the normal stop: it says so, ends the session,
+// leaves nothing mounted and exits 0; never a bare "context canceled".
+func TestUpCtrlCBeforeTheMount(t *testing.T) {
+	t.Parallel()
+	mtRequireFUSE(t)
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("strace is missing: %v", err)
+		}
+		t.Skipf("strace is missing: %v", err)
+	}
+	base := t.TempDir()
+	root := filepath.Join(base, "mnt")
+	t.Cleanup(func() { harness.DetachUnder(root) })
+	ctx, cancel := context.WithTimeout(context.Background(), upMountDelay+mtExitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, strace, "-f", "-qq", "-o", "/dev/null", "-P", "/dev/fuse", "-e", "trace=openat",
+		"-e", fmt.Sprintf("inject=openat:delay_enter=%d", upMountDelay.Microseconds()),
+		harness.Binary(t), "up", "--data-dir", filepath.Join(base, "data"), "--memory-root", root, "--listen", "127.0.0.1:0", "--log-level", "info")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { err := cmd.Wait(); pw.Close(); exited <- err }()
+	var out strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "claimed work item") {
+			// memfs up is strace's child; only it gets the Ctrl-C.
+			kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+			pid, perr := strconv.Atoi(strings.TrimSpace(string(kids)))
+			if err != nil || perr != nil {
+				t.Fatalf("find memfs up below strace: %q, %v, %v", kids, err, perr)
+			}
+			if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	<-exited
+	if ctx.Err() != nil {
+		t.Fatalf("memfs up did not exit after Ctrl-C:\n%s", out.String())
+	}
+	got := out.String()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("memfs up exited %d after Ctrl-C before the mount, want 0:\n%s", code, got)
+	}
+	for _, s := range []string{"memfs up: stopping before the demo store was mounted", "memfs up: stopped; nothing is left mounted."} {
+		if !strings.Contains(got, s) {
+			t.Errorf("memfs up does not say %q:\n%s", s, got)
+		}
+	}
+	if strings.Contains(got, "memfs is up.") || strings.Contains(got, "memfs up: context canceled") {
+		t.Errorf("memfs up mounted, or said only that its context was canceled:\n%s", got)
+	}
+	if m := harness.MountsUnder(root); len(m) > 0 {
+		t.Errorf("mounted: %v", m)
+	}
 }
