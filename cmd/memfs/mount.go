@@ -95,7 +95,9 @@ func runMount(args []string) error {
        mount.memfs STORE MOUNTPOINT [-sfnv] [-o OPTIONS]   (mount(8)'s helper)
 
 Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT must
-be an empty directory (--mkdir creates it and its parents). Every file
+be an empty directory (--mkdir creates it and its parents); symlinks on
+the way to it are followed, and the store is mounted at the resolved
+path, the one printed and listed in /proc/self/mountinfo. Every file
 closed on the mount is journaled under --state-dir at once and uploaded
 once no file has been closed for --memory-sync-quiet, at the latest at
 the next --memory-sync-interval. Ctrl-C, SIGTERM, or unmounting it (umount,
