@@ -131,9 +131,13 @@ func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 			return nil, fmt.Errorf("the store was not mounted at %s: the path changed while mounting; the mount was detached", opts.Mountpoint)
 		}
 	}
+	if d := m.mount.Dir; d != opts.Mountpoint {
+		// Reached through a symlink: logged where the kernel lists it.
+		m.log = m.log.WithField("path", d)
+	}
 	eng.Start()
 	opts.Status.add(m, opts.Labels)
-	log.Info("memory store mounted")
+	m.log.Info("memory store mounted")
 	return m, nil
 }
 
