@@ -34,11 +34,11 @@ type MountOptions struct {
 	// answers, with its latency and errno (observe.go). nil costs nothing.
 	Observer OpObserver
 	// OnUnmountWait, when set, is called once by Unmount when its first
-	// attempt fails and the mount is still there (a process has a file
-	// open in it or works in it), with Unmount's context and the
-	// attempt's error, before Unmount retries until ctx ends and then
-	// detaches lazily: the caller says what the wait is and how to cut
-	// it short.
+	// attempt fails and the mount is still there (EBUSY, as root: a
+	// process has a file open in it or works in it), with Unmount's
+	// context and the attempt's error, before Unmount retries until ctx
+	// ends and then detaches lazily: the caller says what the wait is and
+	// how to cut it short.
 	OnUnmountWait func(ctx context.Context, err error)
 }
 

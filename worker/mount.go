@@ -202,7 +202,7 @@ func (m *Mounted) unmountWaits(ctx context.Context, err error) {
 		until = fmt.Sprintf("for up to %s", time.Until(d).Round(time.Second))
 	}
 	m.log.WithError(err).Warn(fmt.Sprintf("%s: retrying the unmount %s, then detaching it lazily (it leaves the mount table at once; "+
-		"the kernel ends it when the last file open in it closes); a second Ctrl-C or SIGTERM detaches it now", why, until))
+		"the kernel ends it when the last file open in it closes); during a stop, a second Ctrl-C or SIGTERM detaches it now", why, until))
 }
 
 // removeDir removes the mount directory if this process created it; a
