@@ -1,5 +1,6 @@
 # memfs developer entry points.
-#   make up [ARGS="..."]     run everything on one machine (memfs up): serve, a demo store, a worker mounting it
+#   make up [ARGS="..."]     ./up.sh ARGS: run everything on one machine (memfs up): serve, a demo store, a worker mounting it
+#                            (run ./up.sh itself to see memfs up's exit status: make turns a Ctrl-C into its own 130)
 #   make serve [ARGS="..."]  run the store service alone (memfs serve)
 #   make test                set up dependencies (PostgreSQL, FUSE) and run all tests
 #   make bench [ARGS="..."]  run the benchmarks (test/run-bench.sh: go run ./test/bench, with a throwaway PostgreSQL for D1)
@@ -17,8 +18,9 @@ export PATH := /usr/local/go/bin:$(PATH)
 bin/memfs: FORCE
 	$(GO) build -buildvcs=auto -o bin/memfs ./cmd/memfs
 
-up: bin/memfs
-	./bin/memfs up $(ARGS)
+# up.sh builds bin/memfs itself and execs it.
+up:
+	./up.sh $(ARGS)
 
 serve: bin/memfs
 	./bin/memfs serve $(ARGS)

@@ -33,15 +33,25 @@ type MountOptions struct {
 	// Observer, when set, is told of every FUSE request the mount
 	// answers, with its latency and errno (observe.go). nil costs nothing.
 	Observer OpObserver
+	// OnUnmountWait, when set, is called once by Unmount when its first
+	// attempt fails and the mount is still there (EBUSY, as root: a
+	// process has a file open in it or works in it), with Unmount's
+	// context and the attempt's error, before Unmount retries until ctx
+	// ends and then detaches lazily: the caller says what the wait is and
+	// how to cut it short.
+	OnUnmountWait func(ctx context.Context, err error)
 }
 
 // Mount is one mounted tree.
 type Mount struct {
+	// Dir is where the tree is mounted, as /proc/self/mountinfo lists it:
+	// absolute, every symlink of the path MountTree was given resolved.
 	Dir    string
 	Tree   *Tree
 	server *fuse.Server
 	notify *notifier
-	gone   goneWatch // gone.go
+	gone   goneWatch                            // gone.go
+	onWait func(ctx context.Context, err error) // MountOptions.OnUnmountWait
 }
 
 // CheckFUSE reports, with a fix, why this process can't mount: /dev/fuse
@@ -67,10 +77,15 @@ func CheckFUSE() error {
 
 // PrepareMountpoint creates dir (0700) if missing and accepts an existing
 // empty directory; anything else is refused and left exactly as found. It
-// reports whether it created the directory.
+// reports whether it created the directory. Symlinks in dir are followed,
+// as mount(8) follows them, the last component's too.
 func PrepareMountpoint(dir string) (created bool, err error) {
-	fi, err := os.Lstat(dir)
+	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
+		if _, lerr := os.Lstat(dir); lerr == nil {
+			target, _ := os.Readlink(dir)
+			return false, fmt.Errorf("the mount point %s is a symbolic link to %s, which does not exist; create it or pick another path", dir, target)
+		}
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			return false, fmt.Errorf("create mount point %s: %w", dir, err)
 		}
@@ -82,7 +97,11 @@ func PrepareMountpoint(dir string) (created bool, err error) {
 	if !fi.IsDir() {
 		return false, fmt.Errorf("something already exists at the mount point %s and it is not a directory; remove it or pick another path", dir)
 	}
-	if mounted, _ := IsMounted(dir); mounted {
+	real, err := RealPath(dir)
+	if err != nil {
+		return false, err
+	}
+	if mounted, _ := IsMounted(real); mounted {
 		return false, fmt.Errorf("%s is already a mount point; unmount it first (umount %s) or pick another path", dir, dir)
 	}
 	d, err := os.Open(dir)
@@ -102,7 +121,12 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	if err := CheckFUSE(); err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(dir)
+	// The kernel resolves every symlink in the mount point and lists the
+	// mount at the resolved path: Dir must be that path, or the watch for
+	// an unmount (Gone) and Unmount would look for a mount point that
+	// mountinfo never lists (a mount reached through a symlink would be
+	// taken as unmounted from outside at once).
+	abs, err := RealPath(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +177,21 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	t.mu.Lock()
 	t.notify = n
 	t.mu.Unlock()
-	return &Mount{Dir: abs, Tree: t, server: server, notify: n}, nil
+	return &Mount{Dir: abs, Tree: t, server: server, notify: n, onWait: opts.OnUnmountWait}, nil
+}
+
+// RealPath is dir made absolute with every symlink in it resolved: the
+// path /proc/self/mountinfo lists a mount on dir at. dir must exist.
+func RealPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	return real, nil
 }
 
 // Wait blocks until the FUSE connection ends (unmounted by us or by
@@ -176,6 +214,19 @@ func (m *Mount) Unmount(ctx context.Context) error {
 		}
 		if mounted, _ := IsMounted(m.Dir); !mounted {
 			break
+		}
+		if m.onWait != nil {
+			// go-fuse's error is that of its fusermount fallback, not why
+			// the kernel refused: ask the kernel once (as root; a user's
+			// attempt is EPERM and keeps go-fuse's error).
+			werr := err
+			if uerr := unix.Unmount(m.Dir, 0); uerr == nil {
+				continue // unmounted: the loop sees it gone
+			} else if errors.Is(uerr, unix.EBUSY) {
+				werr = uerr
+			}
+			m.onWait(ctx, werr)
+			m.onWait = nil
 		}
 		select {
 		case <-ctx.Done():

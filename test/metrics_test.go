@@ -260,9 +260,14 @@ func TestMetricsServeAndMount(t *testing.T) {
 	if s["go_goroutines"] == nil || s["process_resident_memory_bytes"] == nil {
 		t.Error("memfs mount's scrape lacks the Go and process collectors")
 	}
-	// memfs mount is not the store service.
+	// memfs mount is not the store service, nor a worker.
 	if s["memfs_http_requests_total"] != nil {
 		t.Error("memfs mount exports the store service's request metrics")
+	}
+	for name := range s {
+		if strings.HasPrefix(name, "memfs_worker_") {
+			t.Errorf("memfs mount exports the worker's %s", name)
+		}
 	}
 
 	// The file that is not UTF-8 stays in the journal: exit 3.

@@ -238,7 +238,7 @@ func TestWorkerBadSecret(t *testing.T) {
 
 // refusedSession starts a worker on e, creates a session attaching rs and
 // checks the worker refuses it before mounting anything: the log line says
-// every one of want, the item ends stopped, nothing is mounted under the
+// every one of want (and none of those prefixed with "!"), the item ends stopped, nothing is mounted under the
 // memory root, and the worker keeps working (it exits 0 on SIGTERM).
 func (e *wkEnv) refusedSession(want []string, rs ...client.SessionResourceInput) *store.Session {
 	e.t.Helper()
@@ -246,7 +246,11 @@ func (e *wkEnv) refusedSession(want []string, rs ...client.SessionResourceInput)
 	sess := e.newSession(rs...)
 	line := w.WaitOutput(1, wkStartTimeout, "session failed before it started: no memory store was mounted", sess.ID)
 	for _, s := range want {
-		if !strings.Contains(line, s) {
+		if not, ok := strings.CutPrefix(s, "!"); ok {
+			if strings.Contains(line, not) {
+				e.t.Errorf("the refusal says %q:\n%s", not, line)
+			}
+		} else if !strings.Contains(line, s) {
 			e.t.Errorf("the refusal does not say %q:\n%s", s, line)
 		}
 	}
@@ -268,9 +272,11 @@ func wkSnapshotOf(t *testing.T, p string) string {
 }
 
 // TestWorkerBadMemoryRoot: a memory root the worker can't use (its parent
-// missing, a regular file, on a read-only filesystem) fails the session
-// with "cannot create the memory store's folder" and the fix, and leaves
-// the path as found.
+// missing, a regular file or below one, on a read-only filesystem) fails
+// the session with "cannot create the memory store's folder" and the fix
+// where there is one that works (sudo mkdir -p for a missing parent; not
+// through a file, nor on a read-only filesystem), and leaves the path as
+// found.
 func TestWorkerBadMemoryRoot(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
@@ -300,10 +306,20 @@ func TestWorkerBadMemoryRoot(t *testing.T) {
 		}
 		before := wkSnapshotOf(t, e.root)
 		st := e.newStore("Notes", nil)
-		e.refusedSession([]string{"cannot create the memory store's folder " + e.root, fix}, wkRW(st))
+		e.refusedSession([]string{"cannot create the memory store's folder " + e.root, e.root + " is a file, not a directory", "!sudo"}, wkRW(st))
 		if after := wkSnapshotOf(t, e.root); after != before {
 			t.Errorf("the memory root file changed:\nbefore %s\nafter  %s", before, after)
 		}
+	})
+	t.Run("below a regular file", func(t *testing.T) {
+		t.Parallel()
+		e := newWkEnvAt(t, func(base string) (string, string) {
+			r := filepath.Join(base, "file", "memory")
+			return r, r
+		})
+		wkWriteFile(t, e.base, "file", []byte("not a directory\n"), 0o640)
+		st := e.newStore("Notes", nil)
+		e.refusedSession([]string{"cannot create the memory store's folder " + e.root, filepath.Join(e.base, "file") + " is a file, not a directory", "!sudo", "!does not exist"}, wkRW(st))
 	})
 	t.Run("read-only filesystem", func(t *testing.T) {
 		t.Parallel()
@@ -328,7 +344,7 @@ func TestWorkerBadMemoryRoot(t *testing.T) {
 			t.Fatalf("the read-only bind mount accepts a mkdir (%v)", err)
 		}
 		st := e.newStore("Notes", nil)
-		e.refusedSession([]string{"cannot create the memory store's folder in " + e.root, "read-only file system", fix}, wkRW(st))
+		e.refusedSession([]string{"cannot create the memory store's folder in " + e.root, "read-only file system", "pick a memory root on a writable filesystem", "!sudo"}, wkRW(st))
 		wkCheckEmpty(t, e.root)
 	})
 }

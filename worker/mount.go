@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
@@ -106,7 +107,11 @@ func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 			return nil, err
 		}
 	}
-	m.mount, err = fs.MountTree(opts.Mountpoint, eng.Tree(), opts.FS)
+	fsOpts := opts.FS
+	if fsOpts.OnUnmountWait == nil {
+		fsOpts.OnUnmountWait = m.unmountWaits
+	}
+	m.mount, err = fs.MountTree(opts.Mountpoint, eng.Tree(), fsOpts)
 	if err != nil {
 		eng.Close(ctx) //nolint:errcheck
 		m.removeDir()
@@ -126,9 +131,13 @@ func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 			return nil, fmt.Errorf("the store was not mounted at %s: the path changed while mounting; the mount was detached", opts.Mountpoint)
 		}
 	}
+	if d := m.mount.Dir; d != opts.Mountpoint {
+		// Reached through a symlink: logged where the kernel lists it.
+		m.log = m.log.WithField("path", d)
+	}
 	eng.Start()
 	opts.Status.add(m, opts.Labels)
-	log.Info("memory store mounted")
+	m.log.Info("memory store mounted")
 	return m, nil
 }
 
@@ -178,6 +187,22 @@ func (m *Mounted) Close(ctx context.Context, clean bool) error {
 	m.removeDir()
 	m.log.Info("memory store unmounted")
 	return errors.Join(uerr, jerr)
+}
+
+// unmountWaits says, the moment a stop's unmount is refused, what the
+// stop now waits for and how to cut the wait short: otherwise it is
+// silent until the lazy detach.
+func (m *Mounted) unmountWaits(ctx context.Context, err error) {
+	why := "the unmount was refused"
+	if errors.Is(err, unix.EBUSY) {
+		why = "the mount is in use (a process has a file open in it or works in it)"
+	}
+	until := "until the stop's time for it is up"
+	if d, ok := ctx.Deadline(); ok {
+		until = fmt.Sprintf("for up to %s", time.Until(d).Round(time.Second))
+	}
+	m.log.WithError(err).Warn(fmt.Sprintf("%s: retrying the unmount %s, then detaching it lazily (it leaves the mount table at once; "+
+		"the kernel ends it when the last file open in it closes); during a stop, a second Ctrl-C or SIGTERM detaches it now", why, until))
 }
 
 // removeDir removes the mount directory if this process created it; a

@@ -56,19 +56,58 @@ func (r memoryRoot) path() string {
 // exist) and checks this process can create directories in it.
 func ensureMemoryRoot(r memoryRoot) error {
 	root := r.Given
-	fix := fmt.Sprintf("the worker host must make this mount path writable: sudo mkdir -p %s && sudo chown \"$USER\" %s", root, root)
 	parent := filepath.Dir(r.path())
-	if _, err := os.Stat(parent); err != nil {
-		return fmt.Errorf("cannot create the memory store's folder %s: its parent %s does not exist; %s", root, parent, fix)
+	if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cannot create the memory store's folder %s: its parent %s does not exist; %s", root, parent, writableFix(root))
 	}
 	if err := os.MkdirAll(r.path(), 0o755); err != nil {
-		return fmt.Errorf("cannot create the memory store's folder %s: %v; %s", root, err, fix)
+		return memoryRootError(fmt.Sprintf("cannot create the memory store's folder %s", root), r, err)
 	}
 	probe, err := os.MkdirTemp(r.path(), ".memfs-probe-")
 	if err != nil {
-		return fmt.Errorf("cannot create the memory store's folder in %s: %v; %s", root, err, fix)
+		return memoryRootError(fmt.Sprintf("cannot create the memory store's folder in %s", root), r, err)
 	}
 	return os.Remove(probe)
+}
+
+// writableFix is the fix for a memory root this process may not create or
+// write: the host makes it, and gives it to the worker's user.
+func writableFix(root string) string {
+	return fmt.Sprintf("the worker host must make this mount path writable: sudo mkdir -p %s && sudo chown \"$USER\" %s", root, root)
+}
+
+// memoryRootError says why the memory root can't be used (what failed,
+// then err), with the fix only where it can work: the host's sudo mkdir
+// and chown cure a missing or forbidden directory, not a path through a
+// file nor a read-only filesystem.
+func memoryRootError(what string, r memoryRoot, err error) error {
+	switch {
+	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EEXIST):
+		if f := notDirectory(r.path()); f != "" {
+			return fmt.Errorf("%s: %s is a file, not a directory; remove it or pick another memory root", what, f)
+		}
+	case errors.Is(err, unix.EROFS):
+		return fmt.Errorf("%s: %v; pick a memory root on a writable filesystem", what, err)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("%s: %v; %s", what, err, writableFix(r.Given))
+	}
+	return fmt.Errorf("%s: %v", what, err)
+}
+
+// notDirectory returns the deepest of p and its ancestors that exists,
+// if it is not a directory ("" otherwise): the file a path runs into.
+func notDirectory(p string) string {
+	for d := p; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil {
+			if fi.IsDir() {
+				return ""
+			}
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
 }
 
 // mountTarget is a checked mount path: a path below the canonical memory

@@ -74,6 +74,12 @@ type Config struct {
 	// Tools, when set, runs each session's tools once its stores are
 	// mounted (--run-tools; tools.go).
 	Tools *ToolsOptions
+	// SessionEnded, when set, is called by Worker.Run each time one of
+	// its sessions has ended, with the session's id and the error that
+	// ended it (nil: it ended cleanly or for the worker's stop), after the
+	// error was logged. It must not block. memfs up uses it to fail as
+	// soon as its demo session does, with the session's reason.
+	SessionEnded func(sessionID string, err error)
 }
 
 // Validate checks the configuration and fills in defaults.
@@ -196,8 +202,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func(item store.Work) {
 			defer wg.Done()
 			s := &Session{cfg: w.cfg, log: log, host: w.host, env: w.env}
-			if err := s.Run(ctx, w.abortCtx, item, ""); err != nil {
+			err := s.Run(ctx, w.abortCtx, item, "")
+			if err != nil {
 				log.WithError(err).Error("session failed")
+			}
+			if w.cfg.SessionEnded != nil {
+				w.cfg.SessionEnded(item.Data.ID, err)
 			}
 		}(*item)
 	}

@@ -277,18 +277,29 @@ func (a *admin) explain(err error) error {
 		return err
 	case errors.Is(err, context.Canceled):
 		return errors.New("interrupted")
-	case errors.Is(err, store.ErrUnauthorized):
-		hint = "the server refused the API key: set MEMFS_API_KEY (or --api-key-file) to the admin key memfs serve wrote to its data dir's admin.key"
+	case serviceHint(err, a.apiURL) != "":
+		hint = serviceHint(err, a.apiURL)
 	case errors.Is(err, store.ErrForbidden):
 		hint = "this key may not do that (the admin commands need the admin key), or the store is archived and read-only"
-	case errors.Is(err, store.ErrUnavailable):
-		hint = fmt.Sprintf("is memfs serve running at %s? (set MEMFS_API_URL or --api-url)", a.apiURL)
 	case errors.Is(err, store.ErrPreconditionFailed):
 		hint = "the memory changed while this command ran; look at it again and retry"
 	default:
 		return err
 	}
 	return fmt.Errorf("%w\nhint: %s", err, hint)
+}
+
+// serviceHint is what to do about an error that every command talking to
+// memfs serve at apiURL can meet: its key refused, the service not
+// answering. "" for any other error.
+func serviceHint(err error, apiURL string) string {
+	switch {
+	case errors.Is(err, store.ErrUnauthorized):
+		return "the server refused the API key: set MEMFS_API_KEY (or --api-key-file) to the admin key memfs serve wrote to its data dir's admin.key"
+	case errors.Is(err, store.ErrUnavailable):
+		return fmt.Sprintf("is memfs serve running at %s? (set MEMFS_API_URL or --api-url)", apiURL)
+	}
+	return ""
 }
 
 // printJSON writes v as indented JSON.

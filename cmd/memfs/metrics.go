@@ -79,13 +79,14 @@ func (e *metricsEndpoint) registerer() prometheus.Registerer {
 	return e.reg
 }
 
-// workerMetrics are the metrics of the mounts (and the worker's work
-// items) of this process; nil without an endpoint.
-func (e *metricsEndpoint) workerMetrics() (worker.Metrics, error) {
+// workerMetrics are the metrics of the mounts of this process, and with
+// workItems those of its work items (memfs_worker_*: worker, session and
+// up, not mount); nil without an endpoint.
+func (e *metricsEndpoint) workerMetrics(workItems bool) (worker.Metrics, error) {
 	if e == nil {
 		return nil, nil
 	}
-	m, err := metrics.New(e.reg)
+	m, err := metrics.New(e.reg, metrics.Options{WorkItems: workItems})
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

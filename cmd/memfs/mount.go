@@ -95,7 +95,9 @@ func runMount(args []string) error {
        mount.memfs STORE MOUNTPOINT [-sfnv] [-o OPTIONS]   (mount(8)'s helper)
 
 Mounts one memory store at MOUNTPOINT in the foreground. MOUNTPOINT must
-be an empty directory (--mkdir creates it and its parents). Every file
+be an empty directory (--mkdir creates it and its parents); symlinks on
+the way to it are followed, and the store is mounted at the resolved
+path, the one printed and listed in /proc/self/mountinfo. Every file
 closed on the mount is journaled under --state-dir at once and uploaded
 once no file has been closed for --memory-sync-quiet, at the latest at
 the next --memory-sync-interval. Ctrl-C, SIGTERM, or unmounting it (umount,
@@ -203,7 +205,7 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
-	mm, err := me.workerMetrics()
+	mm, err := me.workerMetrics(false)
 	if err != nil {
 		return err
 	}
@@ -214,6 +216,14 @@ Flags:
 	defer cutShort()
 	ctx, stop := signals(log, cutShort)
 	defer stop()
+	// What can't work is said first, alone: FUSE, then the state dir
+	// (the status socket below goes in it, and would warn first).
+	if err := fs.CheckFUSE(); err != nil {
+		return err
+	}
+	if err := ensureStateDir(sf.stateDir); err != nil {
+		return err
+	}
 	if err := prepareMountDir(pos[0], mkdir); err != nil {
 		return err
 	}
@@ -232,6 +242,9 @@ Flags:
 		Metrics:    mm,
 	})
 	if err != nil {
+		if h := serviceHint(err, apiURL); h != "" {
+			return fmt.Errorf("%w\nhint: %s", err, h)
+		}
 		return err
 	}
 	// SIGUSR1 runs a sync pass at once (for people who don't want to wait

@@ -288,7 +288,13 @@ func childFailed(waitErr error, logPath string, start int64) error {
 	if errors.As(waitErr, &ee) && ee.ExitCode() > 0 {
 		code = ee.ExitCode()
 	}
-	return exitError{code: code, msg: fmt.Sprintf("memfs mount exited before mounting (%v; its log: %s)%s", waitErr, logPath, logTail(logPath, start))}
+	// A nil waitErr is a child that exited 0 without the store being
+	// listed at the mount point: said as such, never as "<nil>".
+	how := "exit status 0"
+	if waitErr != nil {
+		how = waitErr.Error()
+	}
+	return exitError{code: code, msg: fmt.Sprintf("memfs mount exited before mounting (%s; its log: %s)%s", how, logPath, logTail(logPath, start))}
 }
 
 // openMountLog opens <stateDir>/log/mount-<store>.log for appending

@@ -56,3 +56,20 @@ func (f *stateDirFlags) dir() (dir string, named bool, err error) {
 	}
 	return dir, true, nil
 }
+
+// ensureStateDir creates the state dir of memfs mount (0700, its parents
+// too) before anything is put in it, so that one that can't be made fails
+// the command at once with the flag that names it. A default state dir
+// below a home directory that does not exist says so.
+func ensureStateDir(dir string) error {
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		return nil
+	}
+	if home, herr := os.UserHomeDir(); herr == nil && dir == defaultStateDir() && os.Getenv("XDG_STATE_HOME") == "" {
+		if _, serr := os.Stat(home); errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("the state dir %s: %w (your home directory %s does not exist); give one with --state-dir or MEMFS_STATE_DIR", dir, err, home)
+		}
+	}
+	return fmt.Errorf("the state dir %s: %w; give another with --state-dir or MEMFS_STATE_DIR", dir, err)
+}

@@ -122,7 +122,7 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
-	wm, err := me.workerMetrics()
+	wm, err := me.workerMetrics(true)
 	if err != nil {
 		return err
 	}
@@ -183,21 +183,62 @@ Flags:
 		tools = &worker.ToolsOptions{MaxIdle: &never}
 		hideCredentials(log)
 	}
+	// The demo session's end, as the worker reports it: before the mount,
+	// its error is why up fails.
+	demoEnded := make(chan error, 1)
 	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Quiet: quiet, Log: log, Status: status,
 		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools})
+		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools,
+		SessionEnded: func(id string, err error) {
+			if id == sess.ID {
+				select {
+				case demoEnded <- err:
+				default:
+				}
+			}
+		}})
 	if err != nil {
 		return err
 	}
 	workerCtx, stopWorker := context.WithCancel(context.Background())
 	workerDone := make(chan error, 1)
 	go func() { workerDone <- w.Run(workerCtx) }()
-	if err := waitMounted(ctx, mountPath, workerDone); err != nil {
+	err = waitMounted(ctx, mountPath, workerDone, demoEnded)
+	switch {
+	case errors.Is(err, errStoppedWaiting):
+		// Ctrl-C before the mount: the stop below, as after it.
+		fmt.Println("\nmemfs up: stopping before the demo store was mounted (Ctrl-C again to stop waiting) ...")
+	case err != nil:
 		stopWorker()
 		waitWorker(w, workerDone, aborted) //nolint:errcheck // err says why
 		return err
+	default:
+		if err := upRunning(ctx, apiURL, dataDir, st, sess.ID, mountPath, stateDir, runTools, workerDone); err != nil {
+			stopWorker()
+			return err
+		}
+		fmt.Println("\nmemfs up: uploading, unmounting, stopping (Ctrl-C again to stop waiting) ...")
 	}
+	stopWorker()
+	werr, cut := waitWorker(w, workerDone, aborted)
+	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
+		log.WithError(err).Warn("could not archive the demo session")
+	} else if tools != nil {
+		tools.RemoveWorkdir(sess.ID, log)
+	}
+	if err := stopError(w.Left(), cut, fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr); err != nil {
+		return err
+	}
+	fmt.Println("memfs up: stopped; nothing is left mounted.")
+	return nil
+}
+
+// upRunning prints the banner and waits for Ctrl-C (nil) or the worker's
+// end (its error).
+func upRunning(ctx context.Context, apiURL, dataDir string, st upState, sessionID, mountPath, stateDir string, runTools bool, workerDone <-chan error) error {
 	self := selfCommand()
 	fmt.Printf(`memfs is up.
 
@@ -214,28 +255,22 @@ Try, in another terminal:
 %sCtrl-C uploads what is pending, unmounts and exits.
 `, apiURL, filepath.Join(dataDir, server.AdminKeyFile), st.StoreID, mountPath, mountPath, mountPath, mountPath,
 		apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, st.StoreID, self, stateDir,
-		upToolsBanner(runTools, apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, sess.ID, mountPath))
+		upToolsBanner(runTools, apiURL, filepath.Join(dataDir, server.AdminKeyFile), self, sessionID, mountPath))
 	select {
 	case <-ctx.Done():
+		return nil
 	case err := <-workerDone:
-		stopWorker()
-		return fmt.Errorf("the worker stopped: %v", err)
+		return workerStopped("", err)
 	}
-	fmt.Println("\nmemfs up: uploading, unmounting, stopping (Ctrl-C again to stop waiting) ...")
-	stopWorker()
-	werr, cut := waitWorker(w, workerDone, aborted)
-	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
-		log.WithError(err).Warn("could not archive the demo session")
-	} else if tools != nil {
-		tools.RemoveWorkdir(sess.ID, log)
+}
+
+// workerStopped is the error of a worker that ended by itself (when: ""
+// or " before mounting"); Run returns nil only when asked to stop.
+func workerStopped(when string, err error) error {
+	if err == nil {
+		return fmt.Errorf("the worker stopped%s", when)
 	}
-	if err := stopError(w.Left(), cut, fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr); err != nil {
-		return err
-	}
-	fmt.Println("memfs up: stopped; nothing is left mounted.")
-	return nil
+	return fmt.Errorf("the worker stopped%s: %w", when, err)
 }
 
 // upToolsBanner is what to try with --run-tools: post a tool call as the
@@ -323,27 +358,45 @@ func upSetup(ctx context.Context, admin *client.Client, dataDir string) (upState
 	return st, durable.WriteFile(p, b, 0o600)
 }
 
-// waitMounted waits until the worker has mounted the demo store.
-func waitMounted(ctx context.Context, path string, workerDone <-chan error) error {
-	deadline := time.After(60 * time.Second)
+// errStoppedWaiting is waitMounted's answer to Ctrl-C: not a failure, the
+// stop begins.
+var errStoppedWaiting = errors.New("stopped before the demo store was mounted")
+
+// upMountWait bounds the wait for the demo store's mount when neither the
+// worker nor the demo session has ended.
+const upMountWait = 60 * time.Second
+
+// waitMounted waits until the worker has mounted the demo store. It fails
+// as soon as the demo session ends first (sessionEnded: why) or the worker
+// does; ctx ending (Ctrl-C) is errStoppedWaiting.
+func waitMounted(ctx context.Context, path string, workerDone <-chan error, sessionEnded <-chan error) error {
+	deadline := time.NewTimer(upMountWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if _, err := os.Stat(filepath.Join(path, ".anthropic-memory-store")); err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return errStoppedWaiting
+		case err := <-sessionEnded:
+			if err == nil {
+				return fmt.Errorf("the demo session ended before its store was mounted at %s (see the log above)", path)
+			}
+			return fmt.Errorf("the demo session failed: %w", err)
 		case err := <-workerDone:
-			return fmt.Errorf("the worker stopped before mounting: %v", err)
-		case <-deadline:
-			return fmt.Errorf("the demo store was not mounted at %s within 60 s (see the log above)", path)
-		case <-time.After(50 * time.Millisecond):
+			return workerStopped(" before mounting", err)
+		case <-deadline.C:
+			return fmt.Errorf("the demo store was not mounted at %s within %s (see the log above)", path, upMountWait)
+		case <-tick.C:
 		}
 	}
 }
 
 // selfCommand is how to run this binary from another terminal: "memfs"
-// when that is what PATH finds, else its absolute path (make up runs
+// when that is what PATH finds, else its absolute path (./up.sh runs
 // bin/memfs, which is not on PATH).
 func selfCommand() string {
 	exe, err := os.Executable()

@@ -48,7 +48,7 @@ func (f *workerFlags) metrics(cmd string, cfg *worker.Config) (*metricsEndpoint,
 	if err != nil {
 		return nil, err
 	}
-	wm, err := me.workerMetrics()
+	wm, err := me.workerMetrics(true)
 	if err != nil {
 		me.Close() //nolint:errcheck
 		return nil, err

@@ -70,8 +70,18 @@ type Metrics struct {
 
 var _ worker.Metrics = (*Metrics)(nil)
 
+// Options configure New.
+type Options struct {
+	// WorkItems also registers the work-item series (memfs_worker_*:
+	// claims, endings, heartbeat failures), for the commands that run
+	// work items (worker, session, up). Without it, as for memfs mount,
+	// only the mounts' series are registered; the work-item methods still
+	// count, into series nobody scrapes.
+	WorkItems bool
+}
+
 // New builds the metrics and registers them on reg.
-func New(reg prometheus.Registerer) (*Metrics, error) {
+func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	store := []string{"store_id"}
 	m := &Metrics{
 		fuseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memfs_fuse_operation_duration_seconds",
@@ -103,8 +113,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Work item heartbeats that failed."}),
 		stores: map[string]*Store{},
 	}
-	for _, c := range []prometheus.Collector{m.fuseSeconds, m.fuseErrors, m.passSeconds, m.passes, m.uploads, m.deletes,
-		m.failures, m.conflicts, m.remote, m.claimed, m.ended, m.heartbeats, levels{m}} {
+	cs := []prometheus.Collector{m.fuseSeconds, m.fuseErrors, m.passSeconds, m.passes, m.uploads, m.deletes,
+		m.failures, m.conflicts, m.remote, levels{m}}
+	if opts.WorkItems {
+		cs = append(cs, m.claimed, m.ended, m.heartbeats)
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

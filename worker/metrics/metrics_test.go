@@ -2,6 +2,10 @@ package metrics
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +65,7 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 func newTestMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	m, err := New(reg)
+	m, err := New(reg, Options{WorkItems: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,14 +232,14 @@ func TestReasonLabels(t *testing.T) {
 // silently merged (memfs up registers serve's metrics and these on one).
 func TestNewTwiceOnOneRegistry(t *testing.T) {
 	_, reg := newTestMetrics(t)
-	if _, err := New(reg); err == nil {
+	if _, err := New(reg, Options{WorkItems: true}); err == nil {
 		t.Error("registering the metrics twice on one registry succeeded")
 	}
 }
 
 // BenchmarkObserveOp is the cost of one FUSE request's observation.
 func BenchmarkObserveOp(b *testing.B) {
-	m, err := New(prometheus.NewRegistry())
+	m, err := New(prometheus.NewRegistry(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,5 +248,57 @@ func BenchmarkObserveOp(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.ObserveOp(fs.OpRead, 30*time.Microsecond, 0)
+	}
+}
+
+// Without WorkItems (memfs mount) the work-item series are not exported;
+// the mounts' are.
+func TestNewWithoutWorkItems(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := New(reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Claimed()
+	m.Ended(worker.EndClean, nil)
+	m.Store("memstore_a").ObserveOp(fs.OpRead, time.Millisecond, 0)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+		if strings.HasPrefix(mf.GetName(), "memfs_worker_") {
+			t.Errorf("a registry without work items exports %s", mf.GetName())
+		}
+	}
+	if !slices.Contains(names, "memfs_fuse_operation_duration_seconds") {
+		t.Errorf("the mounts' series are missing: %v", names)
+	}
+}
+
+// Every reason label, "other" included, is documented in the README's
+// metrics section.
+func TestReasonLabelsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "### Metrics")
+	end := strings.Index(readme[max(start, 0):], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("the README has no metrics section")
+	}
+	section := readme[start : start+end]
+	for _, l := range reasonOrder {
+		doc := "`" + l + "`"
+		if l == "other" {
+			doc = "`reason=\"other\"`" // `other` alone is also an HTTP method's label
+		}
+		if !strings.Contains(section, doc) {
+			t.Errorf("the reason label %q is not documented in the README's metrics section (%s)", l, doc)
+		}
 	}
 }
