@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -49,18 +48,49 @@ type serveConfig struct {
 
 // listenFirst binds the service's socket. It comes before anything is
 // created in the data dir (the database, admin.key): a port already taken
-// must leave no new files behind, and the error says what to do.
+// must leave no new files behind, and the error says what to do. The
+// address's form is checkListen's, before.
 func listenFirst(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w (is another memfs serve running? pick another --listen); nothing was created", addr, err)
+		hint := ""
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint = " (is another memfs serve running? pick another --listen)"
+		}
+		return nil, fmt.Errorf("listen on %s: %w%s; nothing was created", addr, err, hint)
 	}
 	return ln, nil
 }
 
+// checkListen refuses a --listen that is not HOST:PORT with a port net
+// can bind (0 to 65535, or a service name): a usage error, found before
+// anything is bound or created.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return usagef("--listen must be HOST:PORT with a port from 0 to 65535, like 127.0.0.1:8080 (port 0 picks a free one), not %q", addr)
+	}
+	return nil
+}
+
+// checkDB refuses a --db that is neither a SQLite file nor a PostgreSQL
+// URL (sqlstore.ParseTarget): a usage error, before anything is created.
+func checkDB(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	if _, err := sqlstore.ParseTarget(dsn); err != nil {
+		return usagef("--db %q is not a database memfs serve can use: give a SQLite file (a path, file:PATH or sqlite:PATH) or a PostgreSQL URL (postgres://… or postgresql://…); nothing was created", dsn)
+	}
+	return nil
+}
+
 func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", envOr("127.0.0.1:8080", "MEMFS_LISTEN"), "address to listen on (env MEMFS_LISTEN); port 0 picks a free one")
-	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a postgres:// URL, or a SQLite file (env MEMFS_DB; default <data-dir>/memfs.db)")
+	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a SQLite file (PATH, file:PATH or sqlite:PATH) or a postgres:// URL (env MEMFS_DB; default <data-dir>/memfs.db)")
 	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
 	c.adminKeyFlag = addKeyFlag(fs, "admin-key", "an admin API key to accept (when none is given or stored, one is generated into <data-dir>/admin.key)", "MEMFS_ADMIN_KEY")
 	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
@@ -110,7 +140,8 @@ user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
 exits 0.
 
 Exit status: 0 stopped by a signal; 1 an error (an address already in
-use is found before anything is created in --data-dir); 2 a usage error.
+use is found before anything is created in --data-dir); 2 a usage error
+(a bad flag, a --listen that is not HOST:PORT, a --db of another scheme).
 
 Flags:
 `)
@@ -122,6 +153,12 @@ Flags:
 		return err
 	}
 	if c.adminKey, err = c.adminKeyFlag.resolve(os.Getenv); err != nil {
+		return err
+	}
+	if err := checkListen(c.listen); err != nil {
+		return err
+	}
+	if err := checkDB(c.db); err != nil {
 		return err
 	}
 	if err := checkMaxMemories(c.maxMemories); err != nil {
@@ -255,11 +292,12 @@ func warnOpenDirs(log logrus.FieldLogger, dataDir, dsn string) {
 	}
 }
 
-// sqlitePath is the file of a SQLite --db value, "" for PostgreSQL.
+// sqlitePath is the file of a SQLite --db value, "" for PostgreSQL (or a
+// value checkDB refuses).
 func sqlitePath(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	t, err := sqlstore.ParseTarget(dsn)
+	if err != nil || t.Postgres {
 		return ""
 	}
-	p, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-	return p
+	return t.Path
 }

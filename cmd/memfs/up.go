@@ -96,6 +96,9 @@ Flags:
 	default:
 		return usagef("--memory-sync-deletions must be enabled, log_only or disabled, not %q", sf.deletions)
 	}
+	if err := checkListen(listen); err != nil {
+		return err
+	}
 	if sf.stateDir == "" {
 		sf.stateDir = upStateDir(dataDir)
 	}
