@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -134,7 +137,8 @@ Runs the store service: the Memory Stores API (wire-compatible with the
 Claude Managed Agents API) on SQLite (default) or PostgreSQL (--db
 postgres://...). On first start without an admin key it generates one,
 keeps only its hash, and writes the key to <data-dir>/admin.key (mode
-0600). To choose the key yourself, give --admin-key-file FILE (mode 0600)
+0600; for a --db other than <data-dir>/memfs.db, to a file named after
+that database; an existing key file is never overwritten). To choose the key yourself, give --admin-key-file FILE (mode 0600)
 or MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every
 user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
 exits 0.
@@ -202,18 +206,27 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	}
 	defer db.Close()
 	warnOpenDirs(log, c.dataDir, dsn)
-	res, err := server.EnsureAdminKey(ctx, db, c.adminKey, c.dataDir)
+	keyFile, dbName := adminKeyFile(c.dataDir, dsn)
+	res, err := server.EnsureAdminKeyFile(ctx, db, c.adminKey, keyFile)
+	if errors.Is(err, server.ErrKeyFileNotThisDatabase) {
+		return fmt.Errorf("%s holds an admin key, but not one of the database %s, which has none yet; "+
+			"memfs serve never overwrites a key file. To make that key this database's admin key too, "+
+			"give --admin-key-file %s; to have a new key generated, move %s away", keyFile, dbName, keyFile, keyFile)
+	}
 	if err != nil {
 		return err
 	}
 	switch {
 	case res.Generated:
-		fmt.Printf("memfs serve: generated an admin key; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", res.KeyFile, res.KeyFile)
+		fmt.Printf("memfs serve: generated an admin key for %s; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", dbName, res.KeyFile, res.KeyFile)
 	case res.KeyFile != "":
 		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
 	}
 	if res.MadePrivate {
-		log.WithField("file", res.KeyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
+		log.WithField("file", keyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
+	}
+	if res.NotThisDatabase != "" {
+		log.WithFields(logrus.Fields{"file": keyFile, "db": dbName}).Warn("the admin key file does not open this database, which has admin keys of its own")
 	}
 	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics})
 	if err != nil {
@@ -250,6 +263,46 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	}
 	log.Info("memfs serve stopped")
 	return nil
+}
+
+// adminKeyFile is where memfs serve keeps the generated admin key of the
+// database dsn, and that database's name for messages (no secret). The
+// data dir's own database (<data-dir>/memfs.db, the default) has
+// <data-dir>/admin.key; any other has admin-<name>-<hash>.key, <name>
+// the SQLite file's base name or "postgres-" and the PostgreSQL database's,
+// <hash> the first 8 hex digits of the SHA-256 of sqlstore.Target.Name:
+// one data dir may serve several databases, and each key file belongs to
+// one of them.
+func adminKeyFile(dataDir, dsn string) (path, dbName string) {
+	own := filepath.Join(dataDir, "memfs.db")
+	t, err := sqlstore.ParseTarget(dsn)
+	if dsn == "" || err != nil { // err: refused by checkDB before
+		t = sqlstore.Target{Path: own}
+	}
+	dbName = t.Name()
+	if !t.Postgres {
+		if abs, err := filepath.Abs(own); err == nil && abs == dbName {
+			return filepath.Join(dataDir, server.AdminKeyFile), dbName
+		}
+	}
+	var label string
+	if t.Postgres {
+		_, db, _ := strings.Cut(strings.TrimPrefix(dbName, "postgres://"), "/")
+		label = "postgres-" + db
+	} else {
+		label = strings.TrimSuffix(filepath.Base(dbName), filepath.Ext(dbName))
+	}
+	label = strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, label)
+	if len(label) > 40 {
+		label = label[:40]
+	}
+	sum := sha256.Sum256([]byte(dbName))
+	return filepath.Join(dataDir, fmt.Sprintf("admin-%s-%s.key", label, hex.EncodeToString(sum[:4]))), dbName
 }
 
 // pruneChanges drops change-feed entries older than retention, hourly.

@@ -3,7 +3,13 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrUnsupportedDSN is returned (wrapped) for a database address that is
@@ -22,6 +28,25 @@ type Target struct {
 	// file: or sqlite: prefix (and the "//" of file:///abs) and without a
 	// ?query.
 	Path string
+}
+
+// Name names the database without a secret, for messages and for files
+// kept per database: postgres://HOST:PORT/DATABASE (no user, password or
+// options), or the SQLite file's absolute path.
+func (t Target) Name() string {
+	if !t.Postgres {
+		if abs, err := filepath.Abs(t.Path); err == nil {
+			return abs
+		}
+		return filepath.Clean(t.Path)
+	}
+	if c, err := pgconn.ParseConfig(t.DSN); err == nil {
+		return "postgres://" + net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))) + "/" + c.Database
+	}
+	if u, err := url.Parse(t.DSN); err == nil {
+		return "postgres://" + u.Host + u.Path
+	}
+	return "postgres://?"
 }
 
 // ParseTarget says what a database address (memfs serve --db) names:

@@ -52,3 +52,22 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetName: a database's name holds no secret and is the same for
+// the same database written differently.
+func TestTargetName(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://u:secret@db.example:5433/memfs?sslmode=disable": "postgres://db.example:5433/memfs",
+		"postgresql://db.example/memfs":                             "postgres://db.example:5432/memfs",
+		"/srv/m.db":                                                 "/srv/m.db",
+		"sqlite:///srv/./m.db":                                      "/srv/m.db",
+	} {
+		tg, err := sqlstore.ParseTarget(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tg.Name(); got != want {
+			t.Errorf("ParseTarget(%q).Name() = %q, want %q", dsn, got, want)
+		}
+	}
+}
