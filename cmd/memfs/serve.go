@@ -37,6 +37,14 @@ type serveConfig struct {
 	sqliteSync                    string
 	logFormat, logLevel           string
 	metricsListen                 string
+	// maxConns and maxConnsPerAddr are --max-connections and
+	// --max-connections-per-address (0: derived from RLIMIT_NOFILE);
+	// conns is what they come to (zero: serve derives the defaults).
+	maxConns, maxConnsPerAddr int
+	conns                     server.ConnLimits
+	// idleTimeout and readTimeout are --idle-timeout and --read-timeout
+	// (0: the defaults).
+	idleTimeout, readTimeout time.Duration
 	// metrics receives the request metrics (nil: none); memfs up shares
 	// its registry with the worker's metrics.
 	metrics prometheus.Registerer
@@ -100,8 +108,56 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, fmt.Sprintf("memories one store may hold (1 to %d)", store.MaxMemoriesLimit))
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
 	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
+	fs.IntVar(&c.maxConns, "max-connections", 0, fmt.Sprintf("client connections open at once (default: the open-file limit, RLIMIT_NOFILE, less %d for the database; a quarter is kept for clients that have authenticated)", server.ReservedFDs))
+	fs.IntVar(&c.maxConnsPerAddr, "max-connections-per-address", 0, "connections from one IP address that have not authenticated yet (default: an eighth of those not kept for authenticated clients, at most 1024)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long a connection may stay open between requests")
+	fs.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "how long a client has to send a request's headers, and then its body (long polls and event streams send none, and are not bounded by it)")
 	addLogFlags(fs, &c.logFormat, &c.logLevel)
 	addMetricsFlag(fs, &c.metricsListen)
+}
+
+// The defaults of --idle-timeout and --read-timeout. The idle timeout is
+// above the 90 s for which Go's and Python's HTTP clients keep an idle
+// connection, so a client rarely sends on one the server is closing.
+const (
+	defaultIdleTimeout = 2 * time.Minute
+	defaultReadTimeout = 10 * time.Second
+)
+
+// connLimits is what --max-connections and --max-connections-per-address
+// come to, against the open-file limit (nofile) they must fit in.
+func connLimits(nofile uint64, maxConns, perAddr int) (server.ConnLimits, error) {
+	if maxConns < 0 || perAddr < 0 {
+		return server.ConnLimits{}, usagef("--max-connections and --max-connections-per-address must be 1 or more (0: the default), not %d and %d", maxConns, perAddr)
+	}
+	lim, err := server.DefaultConnLimits(nofile)
+	if err != nil {
+		return lim, err
+	}
+	if maxConns > lim.MaxOpen {
+		return lim, usagef("--max-connections %d is more than the open-file limit allows: at most %d (RLIMIT_NOFILE is %d, %d are kept for the database); raise the limit (ulimit -n, systemd LimitNOFILE=) or give fewer",
+			maxConns, lim.MaxOpen, nofile, server.ReservedFDs)
+	}
+	if maxConns > 0 {
+		lim = server.ConnLimitsOf(maxConns)
+	}
+	if perAddr > lim.MaxUnauthenticated {
+		return lim, usagef("--max-connections-per-address %d is more than the %d connections left to unauthenticated clients (three quarters of %d)", perAddr, lim.MaxUnauthenticated, lim.MaxOpen)
+	}
+	if perAddr > 0 {
+		lim.MaxPerAddress = perAddr
+	}
+	return lim, nil
+}
+
+// openFileLimit is the process's RLIMIT_NOFILE (the soft limit, which the
+// Go runtime raised to the hard limit at start).
+func openFileLimit() (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, fmt.Errorf("read the open-file limit: %w", err)
+	}
+	return rl.Cur, nil
 }
 
 // checkMaxMemories refuses a cap no store can use: below 1, or above
@@ -168,6 +224,16 @@ Flags:
 	if err := checkMaxMemories(c.maxMemories); err != nil {
 		return err
 	}
+	if c.idleTimeout <= 0 || c.readTimeout <= 0 {
+		return usagef("--idle-timeout and --read-timeout must be more than 0, not %s and %s", c.idleTimeout, c.readTimeout)
+	}
+	nofile, err := openFileLimit()
+	if err != nil {
+		return err
+	}
+	if c.conns, err = connLimits(nofile, c.maxConns, c.maxConnsPerAddr); err != nil {
+		return err
+	}
 	log, err := newLogger(c.logFormat, c.logLevel)
 	if err != nil {
 		return usagef("%v", err)
@@ -195,7 +261,16 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 			return err
 		}
 	}
-	defer ln.Close() // hs.Shutdown closes it too; this covers the errors before
+	defer ln.Close()          // hs.Shutdown closes it too; this covers the errors before
+	if c.conns.MaxOpen == 0 { // memfs up: the defaults
+		nofile, err := openFileLimit()
+		if err != nil {
+			return err
+		}
+		if c.conns, err = server.DefaultConnLimits(nofile); err != nil {
+			return err
+		}
+	}
 	dsn := c.db
 	if dsn == "" {
 		dsn = filepath.Join(c.dataDir, "memfs.db")
@@ -228,13 +303,27 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	if res.NotThisDatabase != "" {
 		log.WithFields(logrus.Fields{"file": keyFile, "db": dbName}).Warn("the admin key file does not open this database, which has admin keys of its own")
 	}
-	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics})
+	if c.idleTimeout <= 0 {
+		c.idleTimeout = defaultIdleTimeout
+	}
+	if c.readTimeout <= 0 {
+		c.readTimeout = defaultReadTimeout
+	}
+	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics, BodyReadTimeout: c.readTimeout})
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	guard, err := server.NewConnGuard(c.conns, log)
+	if err != nil {
+		return err
+	}
+	// No ReadTimeout or WriteTimeout: they would cut the work polls,
+	// change-feed waits and event streams, which bound themselves; the
+	// body has its own bound (BodyReadTimeout), and ConnGuard closes idle
+	// connections when the limits are reached.
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: c.idleTimeout, ConnContext: server.ConnContext}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(guard.Listener(ln)) }()
 	pruneDone := make(chan struct{})
 	pruneCtx, cancelPrune := context.WithCancel(context.Background())
 	go func() {

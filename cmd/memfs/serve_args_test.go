@@ -142,3 +142,35 @@ func TestServeListenRefusedNotGuessed(t *testing.T) {
 		t.Errorf("--listen taken: exit %d, stderr %q; want 1 with the hint", r.code, r.stderr)
 	}
 }
+
+// TestServeConnFlags: the connection limits default from the open-file
+// limit; one over what it allows, a negative one, or a timeout of 0 is a
+// usage error that says why, before anything is created.
+func TestServeConnFlags(t *testing.T) {
+	t.Parallel()
+	if lim, err := connLimits(1024, 0, 0); err != nil || lim.MaxOpen != 768 || lim.MaxUnauthenticated != 576 || lim.MaxPerAddress != 72 {
+		t.Errorf("connLimits(1024, 0, 0) = %+v, %v", lim, err)
+	}
+	if lim, err := connLimits(1024, 400, 10); err != nil || lim.MaxOpen != 400 || lim.MaxUnauthenticated != 300 || lim.MaxPerAddress != 10 {
+		t.Errorf("connLimits(1024, 400, 10) = %+v, %v", lim, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-connections", "100000000"}, "more than the open-file limit allows"},
+		{[]string{"--max-connections", "-1"}, "must be 1 or more"},
+		{[]string{"--max-connections", "100", "--max-connections-per-address", "80"}, "more than the 75 connections left"},
+		{[]string{"--idle-timeout", "0s"}, "--idle-timeout and --read-timeout must be more than 0"},
+		{[]string{"--read-timeout", "-1s"}, "--idle-timeout and --read-timeout must be more than 0"},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		r := runMemfs(t, nil, append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", data}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("memfs serve %v: exit %d, stderr %q; want 2 saying %q", c.args, r.code, r.stderr, c.want)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("memfs serve %v: the data dir was created (%v)", c.args, err)
+		}
+	}
+}
