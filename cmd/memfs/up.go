@@ -293,7 +293,7 @@ func upAdminKey(dataDir string) (string, error) {
 		return "", err
 	}
 	key := server.NewKey("sk-memfs-admin-")
-	if err := durable.WriteFile(p, []byte(key+"\n"), 0o600); err != nil {
+	if err := durable.CreateFile(p, []byte(key+"\n"), 0o600); err != nil { // never over a key written meanwhile
 		return "", fmt.Errorf("write the admin key: %w", err)
 	}
 	return key, nil
