@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memfs/memfs/store/sqlstore/sqltest"
 	"github.com/memfs/memfs/test/harness"
 )
 
@@ -129,4 +131,40 @@ func TestServeAdminKeyFileNeverOverwritten(t *testing.T) {
 	back := startBare(t, first)
 	mustOpen(t, back.url, key, "the key in its own database")
 	back.stop(t)
+}
+
+// TestServeAdminKeyPostgres: the same on PostgreSQL: a data dir whose
+// admin.key opens its SQLite database, served with --db postgres://…,
+// keeps admin.key; the PostgreSQL database's key goes to
+// admin-postgres-<database>-<hash>.key, and no message shows the URL's
+// password.
+func TestServeAdminKeyPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.Postgres(t)
+	dir := t.TempDir()
+	first := startBare(t, dir)
+	k1 := readKey(t, filepath.Join(dir, "admin.key"))
+	first.stop(t)
+
+	pg := startBare(t, dir, "--db", dsn)
+	m := generatedKeyRe.FindStringSubmatch(pg.out.String())
+	if m == nil {
+		t.Fatalf("memfs serve --db postgres://… did not say where it put its generated key:\n%s", pg.out)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if filepath.Dir(m[2]) != dir || !regexp.MustCompile(`^admin-postgres-`+regexp.QuoteMeta(db)+`-[0-9a-f]{8}\.key$`).MatchString(filepath.Base(m[2])) {
+		t.Errorf("generated the key into %s; want %s/admin-postgres-%s-HASH.key", m[2], dir, db)
+	}
+	if pw, ok := u.User.Password(); ok && strings.Contains(pg.out.String(), pw) {
+		t.Errorf("the output shows the database password:\n%s", pg.out)
+	}
+	if got := readKey(t, filepath.Join(dir, "admin.key")); got != k1 {
+		t.Fatalf("memfs serve --db postgres://… overwrote %s/admin.key", dir)
+	}
+	mustOpen(t, pg.url, readKey(t, m[2]), "the PostgreSQL database's generated key")
+	pg.stop(t)
 }
