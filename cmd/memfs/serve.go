@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -116,50 +113,6 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	addMetricsFlag(fs, &c.metricsListen)
 }
 
-// The defaults of --idle-timeout and --read-timeout. The idle timeout is
-// above the 90 s for which Go's and Python's HTTP clients keep an idle
-// connection, so a client rarely sends on one the server is closing.
-const (
-	defaultIdleTimeout = 2 * time.Minute
-	defaultReadTimeout = 10 * time.Second
-)
-
-// connLimits is what --max-connections and --max-connections-per-address
-// come to, against the open-file limit (nofile) they must fit in.
-func connLimits(nofile uint64, maxConns, perAddr int) (server.ConnLimits, error) {
-	if maxConns < 0 || perAddr < 0 {
-		return server.ConnLimits{}, usagef("--max-connections and --max-connections-per-address must be 1 or more (0: the default), not %d and %d", maxConns, perAddr)
-	}
-	lim, err := server.DefaultConnLimits(nofile)
-	if err != nil {
-		return lim, err
-	}
-	if maxConns > lim.MaxOpen {
-		return lim, usagef("--max-connections %d is more than the open-file limit allows: at most %d (RLIMIT_NOFILE is %d, %d are kept for the database); raise the limit (ulimit -n, systemd LimitNOFILE=) or give fewer",
-			maxConns, lim.MaxOpen, nofile, server.ReservedFDs)
-	}
-	if maxConns > 0 {
-		lim = server.ConnLimitsOf(maxConns)
-	}
-	if perAddr > lim.MaxUnauthenticated {
-		return lim, usagef("--max-connections-per-address %d is more than the %d connections left to unauthenticated clients (three quarters of %d)", perAddr, lim.MaxUnauthenticated, lim.MaxOpen)
-	}
-	if perAddr > 0 {
-		lim.MaxPerAddress = perAddr
-	}
-	return lim, nil
-}
-
-// openFileLimit is the process's RLIMIT_NOFILE (the soft limit, which the
-// Go runtime raised to the hard limit at start).
-func openFileLimit() (uint64, error) {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 0, fmt.Errorf("read the open-file limit: %w", err)
-	}
-	return rl.Cur, nil
-}
-
 // checkMaxMemories refuses a cap no store can use: below 1, or above
 // store.MaxMemoriesLimit, the most a mount was measured to handle.
 func checkMaxMemories(n int) error {
@@ -194,9 +147,10 @@ Claude Managed Agents API) on SQLite (default) or PostgreSQL (--db
 postgres://...). On first start without an admin key it generates one,
 keeps only its hash, and writes the key to <data-dir>/admin.key (mode
 0600; for a --db other than <data-dir>/memfs.db, to a file named after
-that database; an existing key file is never overwritten). To choose the key yourself, give --admin-key-file FILE (mode 0600)
-or MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every
-user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
+that database; an existing key file is never overwritten). To choose
+the key yourself, give --admin-key-file FILE (mode 0600) or
+MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every user
+of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
 exits 0.
 
 Exit status: 0 stopped by a signal; 1 an error (an address already in
@@ -281,27 +235,8 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	}
 	defer db.Close()
 	warnOpenDirs(log, c.dataDir, dsn)
-	keyFile, dbName := adminKeyFile(c.dataDir, dsn)
-	res, err := server.EnsureAdminKeyFile(ctx, db, c.adminKey, keyFile)
-	if errors.Is(err, server.ErrKeyFileNotThisDatabase) {
-		return fmt.Errorf("%s holds an admin key, but not one of the database %s, which has none yet; "+
-			"memfs serve never overwrites a key file. To make that key this database's admin key too, "+
-			"give --admin-key-file %s; to have a new key generated, move %s away", keyFile, dbName, keyFile, keyFile)
-	}
-	if err != nil {
+	if err := ensureAdminKey(ctx, db, c.adminKey, c.dataDir, dsn, log); err != nil {
 		return err
-	}
-	switch {
-	case res.Generated:
-		fmt.Printf("memfs serve: generated an admin key for %s; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", dbName, res.KeyFile, res.KeyFile)
-	case res.KeyFile != "":
-		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
-	}
-	if res.MadePrivate {
-		log.WithField("file", keyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
-	}
-	if res.NotThisDatabase != "" {
-		log.WithFields(logrus.Fields{"file": keyFile, "db": dbName}).Warn("the admin key file does not open this database, which has admin keys of its own")
 	}
 	if c.idleTimeout <= 0 {
 		c.idleTimeout = defaultIdleTimeout
@@ -352,46 +287,6 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	}
 	log.Info("memfs serve stopped")
 	return nil
-}
-
-// adminKeyFile is where memfs serve keeps the generated admin key of the
-// database dsn, and that database's name for messages (no secret). The
-// data dir's own database (<data-dir>/memfs.db, the default) has
-// <data-dir>/admin.key; any other has admin-<name>-<hash>.key, <name>
-// the SQLite file's base name or "postgres-" and the PostgreSQL database's,
-// <hash> the first 8 hex digits of the SHA-256 of sqlstore.Target.Name:
-// one data dir may serve several databases, and each key file belongs to
-// one of them.
-func adminKeyFile(dataDir, dsn string) (path, dbName string) {
-	own := filepath.Join(dataDir, "memfs.db")
-	t, err := sqlstore.ParseTarget(dsn)
-	if dsn == "" || err != nil { // err: refused by checkDB before
-		t = sqlstore.Target{Path: own}
-	}
-	dbName = t.Name()
-	if !t.Postgres {
-		if abs, err := filepath.Abs(own); err == nil && abs == dbName {
-			return filepath.Join(dataDir, server.AdminKeyFile), dbName
-		}
-	}
-	var label string
-	if t.Postgres {
-		_, db, _ := strings.Cut(strings.TrimPrefix(dbName, "postgres://"), "/")
-		label = "postgres-" + db
-	} else {
-		label = strings.TrimSuffix(filepath.Base(dbName), filepath.Ext(dbName))
-	}
-	label = strings.Map(func(r rune) rune {
-		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return r
-		}
-		return '_'
-	}, label)
-	if len(label) > 40 {
-		label = label[:40]
-	}
-	sum := sha256.Sum256([]byte(dbName))
-	return filepath.Join(dataDir, fmt.Sprintf("admin-%s-%s.key", label, hex.EncodeToString(sum[:4]))), dbName
 }
 
 // pruneChanges drops change-feed entries older than retention, hourly.
