@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -71,10 +72,7 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 // connections (outside the lock: Close takes it again) and c itself when
 // refused (returning nil).
 func (g *ConnGuard) admit(c net.Conn) *guardedConn {
-	addr := c.RemoteAddr().String()
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		addr = host
-	}
+	addr := addrKey(c.RemoteAddr().String())
 	g.mu.Lock()
 	id, evict, ok := g.table.add(addr)
 	victims := make([]*guardedConn, 0, len(evict))
@@ -112,6 +110,22 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 			Warn("at the connection limit: closing idle connections that have not authenticated (and refusing new ones when every connection is serving a request); see --max-connections")
 	}
 	return gc
+}
+
+// addrKey is the "address" of ConnLimits.MaxPerAddress for a remote
+// host:port: the IPv4 address, or the /64 of an IPv6 one (a single host
+// commonly holds a whole /64, so one address each would bound nothing).
+func addrKey(remote string) string {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return remote
+	}
+	ip := ap.Addr().Unmap().WithZone("")
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, _ := ip.Prefix(64) // an IPv6 address always has a /64
+	return p.String()
 }
 
 // guardedConn is an admitted connection; closing it frees its place.

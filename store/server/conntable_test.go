@@ -114,3 +114,21 @@ func TestDefaultConnLimits(t *testing.T) {
 		t.Errorf("DefaultConnLimits(300): no error")
 	}
 }
+
+// TestAddrKey: the per-address bound counts an IPv4 address, or an IPv6
+// /64, as one address.
+func TestAddrKey(t *testing.T) {
+	for remote, want := range map[string]string{
+		"127.0.0.2:4567":             "127.0.0.2",
+		"[::ffff:10.0.0.1]:80":       "10.0.0.1",
+		"[2001:db8:1:2:3:4:5:6]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:443":      "2001:db8:1:3::/64",
+		"[fe80::1%eth0]:22":          "fe80::/64",
+		"not an address":             "not an address",
+	} {
+		if got := addrKey(remote); got != want {
+			t.Errorf("addrKey(%q) = %q, want %q", remote, got, want)
+		}
+	}
+}
