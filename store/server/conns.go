@@ -56,6 +56,8 @@ type guardedListener struct {
 	g *ConnGuard
 }
 
+var _ net.Listener = (*guardedListener)(nil)
+
 func (l *guardedListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -137,6 +139,8 @@ type guardedConn struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+var _ net.Conn = (*guardedConn)(nil)
 
 func (c *guardedConn) Close() error {
 	c.closeOnce.Do(func() {
