@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +34,14 @@ type serveConfig struct {
 	sqliteSync                    string
 	logFormat, logLevel           string
 	metricsListen                 string
+	// maxConns and maxConnsPerAddr are --max-connections and
+	// --max-connections-per-address (0: derived from RLIMIT_NOFILE);
+	// conns is what they come to (zero: serve derives the defaults).
+	maxConns, maxConnsPerAddr int
+	conns                     server.ConnLimits
+	// idleTimeout and readTimeout are --idle-timeout and --read-timeout
+	// (0: the defaults).
+	idleTimeout, readTimeout time.Duration
 	// metrics receives the request metrics (nil: none); memfs up shares
 	// its registry with the worker's metrics.
 	metrics prometheus.Registerer
@@ -49,24 +56,59 @@ type serveConfig struct {
 
 // listenFirst binds the service's socket. It comes before anything is
 // created in the data dir (the database, admin.key): a port already taken
-// must leave no new files behind, and the error says what to do.
+// must leave no new files behind, and the error says what to do. The
+// address's form is checkListen's, before.
 func listenFirst(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w (is another memfs serve running? pick another --listen); nothing was created", addr, err)
+		hint := ""
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint = " (is another memfs serve running? pick another --listen)"
+		}
+		return nil, fmt.Errorf("listen on %s: %w%s; nothing was created", addr, err, hint)
 	}
 	return ln, nil
 }
 
+// checkListen refuses a --listen that is not HOST:PORT with a port net
+// can bind (0 to 65535, or a service name): a usage error, found before
+// anything is bound or created.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return usagef("--listen must be HOST:PORT with a port from 0 to 65535, like 127.0.0.1:8080 (port 0 picks a free one), not %q", addr)
+	}
+	return nil
+}
+
+// checkDB refuses a --db that is neither a SQLite file nor a PostgreSQL
+// URL (sqlstore.ParseTarget): a usage error, before anything is created.
+func checkDB(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	if _, err := sqlstore.ParseTarget(dsn); err != nil {
+		return usagef("--db %q is not a database memfs serve can use: give a SQLite file (a path, file:PATH or sqlite:PATH) or a PostgreSQL URL (postgres://… or postgresql://…); nothing was created", dsn)
+	}
+	return nil
+}
+
 func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", envOr("127.0.0.1:8080", "MEMFS_LISTEN"), "address to listen on (env MEMFS_LISTEN); port 0 picks a free one")
-	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a postgres:// URL, or a SQLite file (env MEMFS_DB; default <data-dir>/memfs.db)")
+	fs.StringVar(&c.db, "db", envOr("", "MEMFS_DB"), "database: a SQLite file (PATH, file:PATH or sqlite:PATH) or a postgres:// URL (env MEMFS_DB; default <data-dir>/memfs.db)")
 	fs.StringVar(&c.dataDir, "data-dir", envOr(defaultDataDir(), "MEMFS_DATA_DIR"), "directory for the SQLite database and the generated admin key (env MEMFS_DATA_DIR)")
 	c.adminKeyFlag = addKeyFlag(fs, "admin-key", "an admin API key to accept (when none is given or stored, one is generated into <data-dir>/admin.key)", "MEMFS_ADMIN_KEY")
 	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
 	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, fmt.Sprintf("memories one store may hold (1 to %d)", store.MaxMemoriesLimit))
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
 	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
+	fs.IntVar(&c.maxConns, "max-connections", 0, fmt.Sprintf("client connections open at once (default: the open-file limit, RLIMIT_NOFILE, less %d for the database; a quarter is kept for clients that have authenticated)", server.ReservedFDs))
+	fs.IntVar(&c.maxConnsPerAddr, "max-connections-per-address", 0, "connections from one IP address that have not authenticated yet (default: an eighth of those not kept for authenticated clients, at most 1024)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long a connection may stay open between requests")
+	fs.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "how long a client has to send a request's headers, and then its body (long polls and event streams send none, and are not bounded by it)")
 	addLogFlags(fs, &c.logFormat, &c.logLevel)
 	addMetricsFlag(fs, &c.metricsListen)
 }
@@ -104,13 +146,16 @@ Runs the store service: the Memory Stores API (wire-compatible with the
 Claude Managed Agents API) on SQLite (default) or PostgreSQL (--db
 postgres://...). On first start without an admin key it generates one,
 keeps only its hash, and writes the key to <data-dir>/admin.key (mode
-0600). To choose the key yourself, give --admin-key-file FILE (mode 0600)
-or MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every
-user of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
+0600; for a --db other than <data-dir>/memfs.db, to a file named after
+that database; an existing key file is never overwritten). To choose
+the key yourself, give --admin-key-file FILE (mode 0600) or
+MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every user
+of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
 exits 0.
 
 Exit status: 0 stopped by a signal; 1 an error (an address already in
-use is found before anything is created in --data-dir); 2 a usage error.
+use is found before anything is created in --data-dir); 2 a usage error
+(a bad flag, a --listen that is not HOST:PORT, a --db of another scheme).
 
 Flags:
 `)
@@ -124,7 +169,23 @@ Flags:
 	if c.adminKey, err = c.adminKeyFlag.resolve(os.Getenv); err != nil {
 		return err
 	}
+	if err := checkListen(c.listen); err != nil {
+		return err
+	}
+	if err := checkDB(c.db); err != nil {
+		return err
+	}
 	if err := checkMaxMemories(c.maxMemories); err != nil {
+		return err
+	}
+	if c.idleTimeout <= 0 || c.readTimeout <= 0 {
+		return usagef("--idle-timeout and --read-timeout must be more than 0, not %s and %s", c.idleTimeout, c.readTimeout)
+	}
+	nofile, err := openFileLimit()
+	if err != nil {
+		return err
+	}
+	if c.conns, err = connLimits(nofile, c.maxConns, c.maxConnsPerAddr); err != nil {
 		return err
 	}
 	log, err := newLogger(c.logFormat, c.logLevel)
@@ -154,7 +215,16 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 			return err
 		}
 	}
-	defer ln.Close() // hs.Shutdown closes it too; this covers the errors before
+	defer ln.Close()          // hs.Shutdown closes it too; this covers the errors before
+	if c.conns.MaxOpen == 0 { // memfs up: the defaults
+		nofile, err := openFileLimit()
+		if err != nil {
+			return err
+		}
+		if c.conns, err = server.DefaultConnLimits(nofile); err != nil {
+			return err
+		}
+	}
 	dsn := c.db
 	if dsn == "" {
 		dsn = filepath.Join(c.dataDir, "memfs.db")
@@ -165,26 +235,30 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	}
 	defer db.Close()
 	warnOpenDirs(log, c.dataDir, dsn)
-	res, err := server.EnsureAdminKey(ctx, db, c.adminKey, c.dataDir)
+	if err := ensureAdminKey(ctx, db, c.adminKey, c.dataDir, dsn, log); err != nil {
+		return err
+	}
+	if c.idleTimeout <= 0 {
+		c.idleTimeout = defaultIdleTimeout
+	}
+	if c.readTimeout <= 0 {
+		c.readTimeout = defaultReadTimeout
+	}
+	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics, BodyReadTimeout: c.readTimeout})
 	if err != nil {
 		return err
 	}
-	switch {
-	case res.Generated:
-		fmt.Printf("memfs serve: generated an admin key; it is in %s (export MEMFS_API_KEY=$(cat %s))\n", res.KeyFile, res.KeyFile)
-	case res.KeyFile != "":
-		fmt.Printf("memfs serve: the admin key is in %s\n", res.KeyFile)
-	}
-	if res.MadePrivate {
-		log.WithField("file", res.KeyFile).Warn("the admin key file was open to other users; it is 0600 now, but other users may have read the key before")
-	}
-	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics})
+	guard, err := server.NewConnGuard(c.conns, log)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout or WriteTimeout: they would cut the work polls,
+	// change-feed waits and event streams, which bound themselves; the
+	// body has its own bound (BodyReadTimeout), and ConnGuard closes idle
+	// connections when the limits are reached.
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: c.idleTimeout, ConnContext: server.ConnContext}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(guard.Listener(ln)) }()
 	pruneDone := make(chan struct{})
 	pruneCtx, cancelPrune := context.WithCancel(context.Background())
 	go func() {
@@ -255,11 +329,12 @@ func warnOpenDirs(log logrus.FieldLogger, dataDir, dsn string) {
 	}
 }
 
-// sqlitePath is the file of a SQLite --db value, "" for PostgreSQL.
+// sqlitePath is the file of a SQLite --db value, "" for PostgreSQL (or a
+// value checkDB refuses).
 func sqlitePath(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	t, err := sqlstore.ParseTarget(dsn)
+	if err != nil || t.Postgres {
 		return ""
 	}
-	p, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-	return p
+	return t.Path
 }

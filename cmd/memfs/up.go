@@ -96,6 +96,9 @@ Flags:
 	default:
 		return usagef("--memory-sync-deletions must be enabled, log_only or disabled, not %q", sf.deletions)
 	}
+	if err := checkListen(listen); err != nil {
+		return err
+	}
 	if sf.stateDir == "" {
 		sf.stateDir = upStateDir(dataDir)
 	}
@@ -325,7 +328,7 @@ func upAdminKey(dataDir string) (string, error) {
 		return "", err
 	}
 	key := server.NewKey("sk-memfs-admin-")
-	if err := durable.WriteFile(p, []byte(key+"\n"), 0o600); err != nil {
+	if err := durable.CreateFile(p, []byte(key+"\n"), 0o600); err != nil { // never over a key written meanwhile
 		return "", fmt.Errorf("write the admin key: %w", err)
 	}
 	return key, nil

@@ -1,6 +1,7 @@
 // Package durable writes files so that a crash leaves either the old or
 // the new content, never a torn one: write a temporary file in the same
-// directory, fsync it, rename it over the target, fsync the directory.
+// directory, fsync it, rename (or link) it to the target, fsync the
+// directory.
 package durable
 
 import (
@@ -8,9 +9,21 @@ import (
 	"path/filepath"
 )
 
-// WriteFile writes data to path durably with mode perm, creating the
-// directory (0700) if needed.
+// WriteFile writes data to path durably with mode perm, replacing what
+// is there, creating the directory (0700) if needed.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, os.Rename)
+}
+
+// CreateFile is WriteFile for a file that must not be replaced: when
+// path exists (even if it appears during the write) it fails with an
+// error matching os.ErrExist and leaves it as it was. The temporary file
+// is linked to path, which, unlike a rename, never replaces a file.
+func CreateFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, os.Link)
+}
+
+func write(path string, data []byte, perm os.FileMode, place func(tmp, path string) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -20,7 +33,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
+	defer os.Remove(tmp) // a no-op after a rename; drops the link's other name
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		return err
@@ -36,7 +49,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := place(tmp, path); err != nil {
 		return err
 	}
 	return SyncDir(dir)

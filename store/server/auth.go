@@ -65,7 +65,18 @@ func credential(r *http.Request) string {
 	return ""
 }
 
+// authenticate finds the request's principal; a success also marks its
+// connection authenticated (conns.go), which keeps it out of the limits
+// on unauthenticated connections.
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
+	p, err := s.principalOf(r)
+	if err == nil {
+		connOf(r.Context()).update((*connTable).authenticate)
+	}
+	return p, err
+}
+
+func (s *Server) principalOf(r *http.Request) (*principal, error) {
 	key := credential(r)
 	if key == "" {
 		return nil, store.Errorf(store.ErrUnauthorized, "missing credential: send x-api-key or Authorization: Bearer")

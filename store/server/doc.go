@@ -18,6 +18,17 @@
 // repeated 401s. Errors the client can't see the cause of (500, 503) are
 // logged once in errors.go with the request id.
 //
+// Connections (conntable.go, conns.go): ConnGuard wraps the listener and
+// keeps client connections within ConnLimits (derived from RLIMIT_NOFILE
+// by DefaultConnLimits), so idle or slow clients can't take the
+// descriptors of the database or of authenticated clients; connTable
+// decides which connection gives way, ConnGuard closes it. The Server
+// marks, through the request context (ConnContext), a connection busy
+// while it serves a request (never closed for room) and authenticated
+// once a request on it is. A request body is bounded in time by
+// Options.BodyReadTimeout; nothing else of a request is, so long polls
+// and event streams run their course.
+//
 // Lifecycle: New validates Options; Handler serves; BeginShutdown wakes
 // every change-feed long poll and ends every session event stream, so
 // that http.Server.Shutdown can finish in-flight requests promptly.

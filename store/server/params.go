@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,9 @@ func decodeBody(r *http.Request, v any) error {
 		if errors.As(err, &mbe) {
 			return &store.Error{Kind: store.ErrTooLarge, Code: "request_too_large",
 				Message: "request body is over the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes"}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return store.Errorf(store.ErrInvalid, "the request body did not arrive within the server's read timeout")
 		}
 		return store.Errorf(store.ErrInvalid, "reading the request body: %v", err)
 	}

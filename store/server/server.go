@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -48,6 +49,12 @@ type Options struct {
 	// 10 s): a client that stops reading loses its stream rather than
 	// holding the handler, and a graceful shutdown, for ever.
 	StreamWriteTimeout time.Duration
+	// BodyReadTimeout bounds reading a request's body, from the end of
+	// its headers (default 10 s): a client that sends a body slowly, or
+	// not at all, can't hold a connection and its handler. Requests that
+	// wait long (work polls, the change feed, event streams) send no body,
+	// and the bound ends with the body.
+	BodyReadTimeout time.Duration
 }
 
 // Validate checks the options and fills in defaults.
@@ -81,6 +88,9 @@ func (o *Options) Validate() error {
 	}
 	if o.StreamWriteTimeout <= 0 {
 		o.StreamWriteTimeout = 10 * time.Second
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = 10 * time.Second
 	}
 	return nil
 }
@@ -150,7 +160,7 @@ func (s *Server) handleRoute(pattern string, longPoll bool, h handlerFunc) {
 			return
 		}
 		rec.p = p
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		r.Body = s.boundBody(w, r)
 		status, v, err := h(w, r, p)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -159,6 +169,39 @@ func (s *Server) handleRoute(pattern string, longPoll bool, h handlerFunc) {
 		rec.empty = longPoll && emptyAnswer(v)
 		writeJSON(w, status, v)
 	})
+}
+
+// boundBody is r's body capped at MaxBodyBytes and, when there is one,
+// bounded in time by BodyReadTimeout: the connection's read deadline is
+// set now and cleared when the body ends.
+func (s *Server) boundBody(w http.ResponseWriter, r *http.Request) io.ReadCloser {
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	if r.ContentLength == 0 {
+		return body
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) != nil {
+		return body // not net/http's server (a test's recorder): no deadline to set
+	}
+	return &deadlineBody{ReadCloser: body, clear: func() { rc.SetReadDeadline(time.Time{}) }} //nolint:errcheck
+}
+
+// deadlineBody clears the read deadline set for a body when the body has
+// all arrived. After an error (the deadline passed, the body is too
+// large) it stays: net/http reads what is left of a body before it
+// answers, which must fail at once, not wait for a client that stopped.
+type deadlineBody struct {
+	io.ReadCloser
+	clear func()
+	once  sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.clear)
+	}
+	return n, err
 }
 
 type ctxKey int
@@ -174,6 +217,10 @@ func requestID(r *http.Request) string {
 // line once the answer is done.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	// A connection serving a request is never closed to make room (conns.go).
+	gc := connOf(r.Context())
+	gc.update((*connTable).begin)
+	defer gc.update((*connTable).end)
 	var b [12]byte
 	rand.Read(b[:]) //nolint:errcheck
 	id := "req_" + hex.EncodeToString(b[:])

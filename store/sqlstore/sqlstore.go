@@ -68,14 +68,20 @@ type DB struct {
 
 var _ store.Backend = (*DB)(nil)
 
-// Open opens the database named by dsn: a postgres:// or postgresql:// URL
-// selects PostgreSQL; anything else is a SQLite file path (or a
-// "file:" URI). A fresh database migrates itself.
+// Open opens the database named by dsn (see ParseTarget): a postgres://
+// or postgresql:// URL selects PostgreSQL; a path, file:PATH or
+// sqlite:PATH a SQLite file; any other scheme is an error wrapping
+// ErrUnsupportedDSN, and nothing is created. A fresh database migrates
+// itself.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return OpenPostgres(ctx, dsn, opts)
+	t, err := ParseTarget(dsn)
+	if err != nil {
+		return nil, err
 	}
-	return OpenSQLite(ctx, dsn, opts)
+	if t.Postgres {
+		return OpenPostgres(ctx, t.DSN, opts)
+	}
+	return OpenSQLite(ctx, t.Path, opts)
 }
 
 // OpenSQLite opens (creating if needed) a SQLite database file. The

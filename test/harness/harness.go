@@ -84,6 +84,9 @@ type ServeOptions struct {
 	Listen string
 	// Args are extra flags.
 	Args []string
+	// NoFile, when set, is the open-file limit (RLIMIT_NOFILE, soft and
+	// hard) serve runs with, set by prlimit(1) before it starts.
+	NoFile uint64
 }
 
 // TestAdminKey is the admin key test servers accept by default.
@@ -131,6 +134,13 @@ func (s *Serve) start() {
 	}
 	args = append(args, s.Opts.Args...)
 	cmd := exec.Command(Binary(s.t), args...)
+	if n := s.Opts.NoFile; n > 0 {
+		prlimit, err := exec.LookPath("prlimit")
+		if err != nil {
+			s.t.Fatalf("ServeOptions.NoFile needs prlimit(1) (util-linux): %v", err)
+		}
+		cmd = exec.Command(prlimit, append([]string{fmt.Sprintf("--nofile=%d:%d", n, n), "--", Binary(s.t)}, args...)...)
+	}
 	cmd.SysProcAttr = childAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -213,6 +223,9 @@ func (s *Serve) Restart() {
 	s.t.Helper()
 	s.start()
 }
+
+// Pid is the serve process's id.
+func (s *Serve) Pid() int { return s.cmd.Process.Pid }
 
 // Signal sends sig to the process.
 func (s *Serve) Signal(sig os.Signal) { s.cmd.Process.Signal(sig) } //nolint:errcheck
