@@ -136,13 +136,27 @@ func (m *Mount) UnmountReport(ctx context.Context) (Unmounted, error) {
 		// which may be never: don't wait for it.
 		return res, nil
 	}
+	// The kernel ended the connection in the umount: the server's loops
+	// end on their next read. Wait for that within ctx, and for
+	// serverEndGrace at least, so that a ctx already ended (a second
+	// signal) does not report a connection that is merely ending.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverEndGrace)
+	defer cancel()
 	select {
 	case <-m.ended:
 	case <-ctx.Done():
-		res.Lingering = true
+		select {
+		case <-m.ended:
+		case <-wctx.Done():
+			res.Lingering = true
+		}
 	}
 	return res, nil
 }
+
+// serverEndGrace is the least time Unmount waits for the FUSE server to
+// end after unmounting it: a bound, not an expected duration.
+const serverEndGrace = time.Second
 
 // mountPlace is where a mount stands in the mount table.
 type mountPlace struct {
