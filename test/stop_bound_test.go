@@ -1,7 +1,9 @@
 package test
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -95,6 +97,55 @@ func TestWorkerStopBusyMount(t *testing.T) {
 	lines := w.Lines("detached lazily (MNT_DETACH)", wkField("store", a))
 	if len(lines) != 1 || !strings.Contains(lines[0], "level=warning") {
 		t.Errorf("want one warning that the busy mount was detached lazily, got %q:\n%s", lines, w.Output())
+	}
+	e.checkStore(a, map[string]string{"/a.md": "a2\n"})
+	wkCheckGone(t, dir)
+}
+
+// TestWorkerStopMountCopiedElsewhere: a process in a mount namespace of
+// its own (unshare -m, as a sandbox makes) holds a copy of the store's
+// mount, so unmounting it in the worker's namespace does not end its FUSE
+// connection. The worker still exits 0 within the stop timeout, with the
+// store's writes uploaded and nothing left in its mount table, and says
+// that the connection outlived the unmount. (go-fuse's Server.Unmount
+// waited for ever for that connection to end.)
+func TestWorkerStopMountCopiedElsewhere(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare(1) (util-linux)")
+	}
+	e := newWkEnv(t)
+	a := e.newStore("Alpha", map[string]string{"/a.md": "a1\n"})
+	w := e.startWorker("--memory-sync-interval", "60s")
+	sess := e.newSession(wkRW(a))
+	e.waitRunning(w, sess)
+	dir := sess.Resources[0].MountPath
+	mtMustSh(t, dir, `printf 'a2\n' > a.md`)
+	// The copy is made once unshare prints; its mounts are private, so
+	// the worker's unmount does not reach them.
+	holder := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", "echo ready; exec sleep 600")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	t.Cleanup(func() {
+		holder.Process.Kill() //nolint:errcheck
+		holder.Wait()         //nolint:errcheck
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("unshare -m printed %q, %v", line, err)
+	}
+
+	w.Signal(syscall.SIGTERM)
+	if code := w.Wait(worker.StopTimeout); code != 0 {
+		t.Fatalf("memfs worker exited %d after SIGTERM, want 0:\n%s", code, w.Output())
+	}
+	lines := w.Lines("FUSE connection is still open after the unmount", wkField("store", a))
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=warning") {
+		t.Errorf("want one warning that the connection outlived the unmount, got %q:\n%s", lines, w.Output())
 	}
 	e.checkStore(a, map[string]string{"/a.md": "a2\n"})
 	wkCheckGone(t, dir)
