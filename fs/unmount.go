@@ -83,7 +83,7 @@ func (m *Mount) UnmountReport(ctx context.Context) (Unmounted, error) {
 	m.Tree.mu.Unlock()
 	m.notify.close(ctx)
 	backoff := 20 * time.Millisecond
-	unmounted := false
+	unmounted, coverPasses := false, 0
 	for !unmounted {
 		place, err := m.place()
 		if err != nil {
@@ -95,13 +95,29 @@ func (m *Mount) UnmountReport(ctx context.Context) (Unmounted, error) {
 			unmounted = true
 			continue
 		case len(place.covers) > 0:
+			if coverPasses > 0 {
+				// A cover that did not go (its path leads elsewhere now):
+				// look again after a while, within ctx.
+				select {
+				case <-ctx.Done():
+					return res, fmt.Errorf("unmount %s: %s is still mounted over it", m.Dir, place.covers[0].Dir)
+				case <-time.After(backoff):
+					backoff = min(backoff*2, time.Second)
+				}
+			}
+			coverPasses++
 			for _, c := range place.covers {
 				// umount2 acts on the top of the stack at a path: the last
 				// mount listed there, which is c.
-				if err := unix.Unmount(c.Dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				err := unix.Unmount(c.Dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+				switch {
+				case err == nil:
+					res.Covers = append(res.Covers, c)
+				case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
+					// Gone meanwhile, or not on top: the next look tells.
+				default:
 					return res, fmt.Errorf("unmount %s: detach %s, mounted over it: %w", m.Dir, c.Dir, err)
 				}
-				res.Covers = append(res.Covers, c)
 			}
 			continue
 		}
