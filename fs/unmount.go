@@ -7,12 +7,12 @@ package fs
 // connection to end. With something mounted over ours (mount --bind X
 // over the mount point) it unmounts that instead, and waits for ever for a
 // connection that nothing ended; the same wait hangs when the connection
-// outlives the unmount (a file still open after a lazy detach, a copy of
-// the mount in another mount namespace).
+// outlives the unmount (a copy of the mount in another mount namespace,
+// made by unshare -m or a sandbox).
 //
 // Instead the mount is found in /proc/self/mountinfo by the mount id and
-// device it had when it was mounted, and each step is bounded by the caller's
-// context:
+// device it had when it was mounted, and each step is bounded by the
+// caller's context:
 //
 //   - mounts someone put on ours (at the mount point, or below it) are
 //     detached lazily, topmost first: they sit on our mount and cannot
