@@ -35,16 +35,14 @@ const tablePoll = 2000 // milliseconds
 func (m *Mount) Gone() <-chan struct{} {
 	m.gone.once.Do(func() {
 		m.gone.ch = make(chan struct{})
-		ended := make(chan struct{})
 		var closeOnce sync.Once
 		closeGone := func() { closeOnce.Do(func() { close(m.gone.ch) }) }
 		go func() {
-			m.server.Wait()
-			close(ended)
+			<-m.ended
 			closeGone()
 		}()
 		go func() {
-			if watchTable(m.Dir, ended) {
+			if watchTable(m.Dir, m.ended) {
 				closeGone()
 			}
 		}()

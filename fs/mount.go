@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -51,6 +50,8 @@ type Mount struct {
 	server *fuse.Server
 	notify *notifier
 	gone   goneWatch                            // gone.go
+	id     mountIdentity                        // the mount in /proc/self/mountinfo (unmount.go)
+	ended  chan struct{}                        // closed once the FUSE server has ended
 	onWait func(ctx context.Context, err error) // MountOptions.OnUnmountWait
 }
 
@@ -173,11 +174,21 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 		// go-fuse's serve loop ends by itself when the mount failed.
 		return nil, fmt.Errorf("mount %s: %w", abs, err)
 	}
+	ended := make(chan struct{})
+	go func() {
+		server.Wait()
+		close(ended)
+	}()
+	id, err := mountID(abs, t.opts.StoreID)
+	if err != nil {
+		unix.Unmount(abs, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW) //nolint:errcheck
+		return nil, fmt.Errorf("mount %s: %w", abs, err)
+	}
 	n := newNotifier(root.EmbeddedInode(), t.log)
 	t.mu.Lock()
 	t.notify = n
 	t.mu.Unlock()
-	return &Mount{Dir: abs, Tree: t, server: server, notify: n, onWait: opts.OnUnmountWait}, nil
+	return &Mount{Dir: abs, Tree: t, server: server, notify: n, id: id, ended: ended, onWait: opts.OnUnmountWait}, nil
 }
 
 // RealPath is dir made absolute with every symlink in it resolved: the
@@ -196,50 +207,7 @@ func RealPath(dir string) (string, error) {
 
 // Wait blocks until the FUSE connection ends (unmounted by us or by
 // someone else; see Gone for a busy mount detached lazily).
-func (m *Mount) Wait() { m.server.Wait() }
-
-// Unmount detaches the mount: it retries EBUSY with backoff until ctx
-// ends, then detaches lazily (MNT_DETACH). It checks /proc/self/mountinfo,
-// not stat, to know the mount is gone.
-func (m *Mount) Unmount(ctx context.Context) error {
-	m.Tree.mu.Lock()
-	m.Tree.notify = nil
-	m.Tree.mu.Unlock()
-	m.notify.close()
-	backoff := 20 * time.Millisecond
-	for {
-		err := m.server.Unmount()
-		if err == nil {
-			break
-		}
-		if mounted, _ := IsMounted(m.Dir); !mounted {
-			break
-		}
-		if m.onWait != nil {
-			// go-fuse's error is that of its fusermount fallback, not why
-			// the kernel refused: ask the kernel once (as root; a user's
-			// attempt is EPERM and keeps go-fuse's error).
-			werr := err
-			if uerr := unix.Unmount(m.Dir, 0); uerr == nil {
-				continue // unmounted: the loop sees it gone
-			} else if errors.Is(uerr, unix.EBUSY) {
-				werr = uerr
-			}
-			m.onWait(ctx, werr)
-			m.onWait = nil
-		}
-		select {
-		case <-ctx.Done():
-			if derr := unix.Unmount(m.Dir, unix.MNT_DETACH); derr != nil {
-				return fmt.Errorf("unmount %s: %v; lazy detach: %w", m.Dir, err, derr)
-			}
-			return nil
-		case <-time.After(backoff):
-			backoff = min(backoff*2, time.Second)
-		}
-	}
-	return nil
-}
+func (m *Mount) Wait() { <-m.ended }
 
 // IsMounted reports whether dir is a mount point, from /proc/self/mountinfo.
 // It compares cleaned absolute paths and resolves no symlink: the kernel

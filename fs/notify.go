@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"syscall"
@@ -118,8 +119,14 @@ func (n *notifier) checked(path string, errno syscall.Errno) {
 }
 
 // close stops the goroutine (idempotent); invalidations still queued are
-// dropped: the mount is going away.
-func (n *notifier) close() {
+// dropped: the mount is going away. It waits for the goroutine until ctx
+// ends: an invalidation the kernel holds up (it may wait for a lock of an
+// inode a request to this very server holds) must not hold up the unmount,
+// which ends it.
+func (n *notifier) close(ctx context.Context) {
 	n.closeOnce.Do(func() { close(n.stop) })
-	<-n.done
+	select {
+	case <-n.done:
+	case <-ctx.Done():
+	}
 }

@@ -377,7 +377,10 @@ func TestUpRunTools(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
 	up := startUp(t, "--memory-sync-interval", "5s", "--run-tools")
-	line := regexp.MustCompile(`(?m)^\s+(MEMFS_API_URL=.* sessions events post (sesn_\S+) --tool bash .*)$`).FindStringSubmatch(up.proc.Output())
+	// The banner is printed in one write but read line by line: wait for
+	// the line wanted, not for the banner's first one.
+	suggested := up.proc.WaitOutput(1, wkQuickTimeout, "sessions events post", "--tool bash")
+	line := regexp.MustCompile(`^\s+(MEMFS_API_URL=.* sessions events post (sesn_\S+) --tool bash .*)$`).FindStringSubmatch(suggested)
 	if line == nil {
 		t.Fatalf("the banner suggests no tool call:\n%s", up.proc.Output())
 	}

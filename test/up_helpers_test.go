@@ -52,6 +52,9 @@ func startUp(t *testing.T, args ...string) *upInstance {
 		harness.DetachUnder(u.root)
 	})
 	u.proc.WaitOutput(1, upStartTimeout, "memfs is up.")
+	// The banner's lines arrive one by one: its last line says it is all
+	// there (the lines read below from Output come before it).
+	u.proc.WaitOutput(1, wkQuickTimeout, "Ctrl-C uploads what is pending")
 	m := upStoreRe.FindStringSubmatch(u.proc.WaitOutput(1, wkQuickTimeout, "memory store", "mounted at"))
 	if m == nil {
 		t.Fatalf("no store and mount path in the banner:\n%s", u.proc.Output())

@@ -168,7 +168,10 @@ const JournalCloseTimeout = 10 * time.Second
 //
 // Ending ctx (a second signal) cuts the final sync short and detaches a
 // busy mount lazily at once; the journal is still closed, under its own
-// bound, since it holds what the final sync did not upload.
+// bound, since it holds what the final sync did not upload. A deadline on
+// ctx (a stop's, stop.go) is shared out: the final sync ends
+// reserveAfterSync before it and the unmount reserveAfterUnmount before
+// it, so that the whole of Close ends about at the deadline.
 func (m *Mounted) Close(ctx context.Context, clean bool) error {
 	defer m.opts.Status.remove(m)
 	if m.metrics != nil {
@@ -177,11 +180,16 @@ func (m *Mounted) Close(ctx context.Context, clean bool) error {
 		// series a moment later anyway.
 		m.metrics.Done()
 	}
-	m.engine.Finish(ctx, clean)
-	uctx, cancel := context.WithTimeout(ctx, UnmountTimeout)
-	uerr := m.mount.Unmount(uctx)
+	fctx, cancel := endingBefore(ctx, reserveAfterSync)
+	m.engine.Finish(fctx, clean)
 	cancel()
-	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), JournalCloseTimeout)
+	uctx, cancel := endingBefore(ctx, reserveAfterUnmount)
+	uctx, cancel2 := context.WithTimeout(uctx, UnmountTimeout)
+	res, uerr := m.mount.UnmountReport(uctx)
+	cancel2()
+	cancel()
+	m.logUnmount(res)
+	jctx, cancel := lastStep(ctx, minJournalClose, JournalCloseTimeout)
 	jerr := m.engine.Close(jctx)
 	cancel()
 	m.removeDir()
@@ -203,6 +211,20 @@ func (m *Mounted) unmountWaits(ctx context.Context, err error) {
 	}
 	m.log.WithError(err).Warn(fmt.Sprintf("%s: retrying the unmount %s, then detaching it lazily (it leaves the mount table at once; "+
 		"the kernel ends it when the last file open in it closes); during a stop, a second Ctrl-C or SIGTERM detaches it now", why, until))
+}
+
+// logUnmount says what the unmount found and did beyond unmounting.
+func (m *Mounted) logUnmount(res fs.Unmounted) {
+	for _, c := range res.Covers {
+		m.log.WithFields(logrus.Fields{"cover": c.Dir, "cover_type": c.FSType, "cover_source": c.Source}).
+			Warn("something was mounted over the memory store's mount; it was detached with it")
+	}
+	if res.Lazy {
+		m.log.Warn("the mount was still in use when the time for its unmount was up: detached lazily (MNT_DETACH); the kernel ends it once the last file open in it closes")
+	}
+	if res.Lingering {
+		m.log.Warn("the mount's FUSE connection is still open after the unmount (a copy of the mount in another mount namespace): it ends with this process")
+	}
 }
 
 // removeDir removes the mount directory if this process created it; a

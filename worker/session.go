@@ -95,11 +95,14 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	go func() { defer leaseDone.Done(); l.run(leaseCtx) }()
 	defer func() { stopLease(); leaseDone.Wait() }()
 
+	// stopCtx bounds stopping the item: the teardown's deadline, once it
+	// has one (stop.go).
+	stopCtx := context.Background()
 	stop := func() {
 		if ending == EndLeaseLost {
 			return // another worker may hold the item now
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := lastStep(stopCtx, minStopRequest, 10*time.Second)
 		defer cancel()
 		if _, err := api.StopWork(sctx, envID, item.ID, true); err != nil && !errors.Is(err, store.ErrConflict) {
 			log.WithError(err).Warn("stopping the work item failed")
@@ -193,11 +196,19 @@ wait:
 			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
 		}
 	}
-	tools.stop() // before the final sync: the agent's shell is gone
+	// One deadline for the whole teardown, whatever the mounts, the store
+	// or the agent's shell do: a stop ends within the documented stop
+	// timeout (stop.go).
+	tctx, cancel := context.WithTimeout(abort, TeardownTimeout)
+	defer cancel()
+	stopCtx = tctx
 	log.WithField("ending", ending.String()).Info("session ending")
-	s.teardown(abort, mounts, ending == EndClean)
+	if !tools.stop(tctx) { // before the final sync: the agent's shell is gone
+		log.Warn("the session's tools did not stop within the teardown's time; its mounts are taken down anyway")
+	}
+	s.teardown(tctx, mounts, ending == EndClean)
 	if tools != nil && ending == EndClean {
-		s.endWorkdir(api, sess.ID, tools.workdir, log)
+		s.endWorkdir(tctx, api, sess.ID, tools.workdir, log)
 	}
 	stop()
 	return runErr
@@ -205,8 +216,8 @@ wait:
 
 // endWorkdir removes the work directory of a session that ended cleanly
 // if the session has terminated; an idle session keeps it (ToolsOptions).
-func (s *Session) endWorkdir(api *client.Client, sessionID, dir string, log logrus.FieldLogger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *Session) endWorkdir(tctx context.Context, api *client.Client, sessionID, dir string, log logrus.FieldLogger) {
+	ctx, cancel := lastStep(tctx, minStopRequest, 10*time.Second)
 	defer cancel()
 	sess, err := api.GetSession(ctx, sessionID)
 	switch {

@@ -140,13 +140,19 @@ func (t *toolRun) result() <-chan toolResult {
 }
 
 // stop cancels the runner (when the session ended first) and waits until
-// it and its tools are closed: the agent's shell is gone.
-func (t *toolRun) stop() {
+// it and its tools are closed (the agent's shell is gone), or ctx ends:
+// false then.
+func (t *toolRun) stop(ctx context.Context) bool {
 	if t == nil {
-		return
+		return true
 	}
 	t.cancel()
-	<-t.done
+	select {
+	case <-t.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // runTools sets up the agent's skills, runs the SDK's session tool runner
