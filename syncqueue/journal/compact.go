@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -67,9 +66,12 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 
 	// Phase 1, unlocked: write and fsync journal.tmp.
 	tmpPath := j.path + ".tmp"
-	tmp, err := os.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	tmp, size, op, err := writeFresh(tmpPath, baseLSN, recs)
 	if err != nil {
-		return j.truncateIfEmpty(fmt.Errorf("compact %s: %w", j.path, err))
+		if op == "create" {
+			return j.truncateIfEmpty(fmt.Errorf("compact %s: %w", j.path, err))
+		}
+		return j.truncateIfEmpty(fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err))
 	}
 	committed := false
 	defer func() {
@@ -78,17 +80,6 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 			os.Remove(tmpPath)
 		}
 	}()
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	size := int64(0)
-	for _, b := range append([][]byte{encodeHeader(baseLSN)}, recs...) {
-		if _, err := w.Write(b); err != nil {
-			return j.truncateIfEmpty(fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err))
-		}
-		size += int64(len(b))
-	}
-	if err := w.Flush(); err != nil {
-		return j.truncateIfEmpty(fmt.Errorf("compact %s: write %s: %w", j.path, tmpPath, err))
-	}
 	if err := tmp.Sync(); err != nil {
 		return fmt.Errorf("compact %s: fsync %s: %w", j.path, tmpPath, err)
 	}

@@ -96,9 +96,13 @@ func (j *Journal) rewriteLocked() *IOError {
 			return fail("write", tmpPath, err)
 		}
 	}
-	tmp, err := os.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	recs := [][]byte{}
+	for _, e := range j.st.sortedPending() {
+		recs = append(recs, e.rec)
+	}
+	tmp, size, op, err := writeFresh(tmpPath, j.st.lastLSN, recs)
 	if err != nil {
-		return fail("create", tmpPath, err)
+		return fail(op, tmpPath, err)
 	}
 	committed := false
 	defer func() {
@@ -107,21 +111,6 @@ func (j *Journal) rewriteLocked() *IOError {
 			os.Remove(tmpPath)
 		}
 	}()
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	size := int64(0)
-	recs := [][]byte{encodeHeader(j.st.lastLSN)}
-	for _, e := range j.st.sortedPending() {
-		recs = append(recs, e.rec)
-	}
-	for _, b := range recs {
-		if _, err := w.Write(b); err != nil {
-			return fail("write", tmpPath, err)
-		}
-		size += int64(len(b))
-	}
-	if err := w.Flush(); err != nil {
-		return fail("write", tmpPath, err)
-	}
 	if err := j.syncFile(tmp); err != nil {
 		return fail("fdatasync", tmpPath, err)
 	}
@@ -140,6 +129,35 @@ func (j *Journal) rewriteLocked() *IOError {
 	j.syncedLSN = j.st.lastLSN
 	j.unsaved = false
 	return nil
+}
+
+// writeFresh creates path anew and writes to it a journal's header for
+// baseLSN and then recs, through one buffer: what a compaction and a
+// recovery both start with. It returns the file, open for appends, and its
+// size; on error, the step that failed ("create" or "write"), with the
+// file closed and removed. The caller syncs it.
+func writeFresh(path string, baseLSN uint64, recs [][]byte) (*os.File, int64, string, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, "create", err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	size := int64(0)
+	for _, b := range append([][]byte{encodeHeader(baseLSN)}, recs...) {
+		if _, err = w.Write(b); err != nil {
+			break
+		}
+		size += int64(len(b))
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, 0, "write", err
+	}
+	return f, size, "", nil
 }
 
 // syncFile fdatasyncs f, through the test seam when one is set. Control
