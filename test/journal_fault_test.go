@@ -26,7 +26,7 @@ import (
 // real cause (never a full state dir, never an unreachable store), and
 // after kill -9 and a remount nothing closed is lost.
 func TestFaultJournalFdatasyncEIO(t *testing.T) {
-	straceBin := jfRequireStrace(t)
+	straceBin := requireTool(t, "strace")
 	e := newMtEnv(t, map[string]string{"/base.md": "base\n"})
 	m := e.mount("--memory-sync-quiet", "off") // passes on SIGUSR1 only
 	want := map[string]string{"/base.md": "base\n"}
@@ -142,16 +142,17 @@ func TestFaultJournalFdatasyncEIO(t *testing.T) {
 	mtStop(t, m)
 }
 
-// jfRequireStrace returns strace's path; without it the test is skipped,
-// or fails under CI=true (run-tests.sh installs it).
-func jfRequireStrace(t *testing.T) string {
+// requireTool returns the path of the command name (strace: test/run-tests.sh
+// installs it; unshare: util-linux); without it the test is skipped, or
+// fails under CI=true.
+func requireTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath("strace")
+	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("strace is not installed (test/run-tests.sh installs it): %v", err)
+			t.Fatalf("%s is not installed, and under CI=true a test does not skip: %v", name, err)
 		}
-		t.Skipf("strace is not installed: %v", err)
+		t.Skipf("%s is not installed: %v", name, err)
 	}
 	return p
 }

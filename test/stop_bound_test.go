@@ -111,9 +111,7 @@ func TestWorkerStopBusyMount(t *testing.T) {
 // waited for ever for that connection to end.)
 func TestWorkerStopMountCopiedElsewhere(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("needs unshare(1) (util-linux)")
-	}
+	requireTool(t, "unshare") // util-linux
 	e := newWkEnv(t)
 	a := e.newStore("Alpha", map[string]string{"/a.md": "a1\n"})
 	w := e.startWorker("--memory-sync-interval", "60s")

@@ -53,13 +53,7 @@ func TestUpSessionFails(t *testing.T) {
 	})
 	t.Run("FUSE unavailable", func(t *testing.T) {
 		t.Parallel()
-		strace, err := exec.LookPath("strace")
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("strace is missing: %v", err)
-			}
-			t.Skipf("strace is missing: %v", err)
-		}
+		strace := requireTool(t, "strace")
 		base := t.TempDir()
 		root := filepath.Join(base, "mnt")
 		t.Cleanup(func() { harness.DetachUnder(root) })
@@ -98,13 +92,7 @@ const upMountDelay = 10 * time.Second
 func TestUpCtrlCBeforeTheMount(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("strace is missing: %v", err)
-		}
-		t.Skipf("strace is missing: %v", err)
-	}
+	strace := requireTool(t, "strace")
 	base := t.TempDir()
 	root := filepath.Join(base, "mnt")
 	t.Cleanup(func() { harness.DetachUnder(root) })
