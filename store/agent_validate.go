@@ -260,6 +260,12 @@ func ValidateAgentConfig(c *AgentConfig) error {
 		if !agentSkillTypes[s.Type] || s.SkillID == "" {
 			return invalid("invalid_skills", `skills[%d] must be {"type":"anthropic"|"custom","skill_id":…,"version"?}`, i)
 		}
+		// The SDK's skill has a version: an omitted one is the latest.
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) == nil && isNull(obj["version"]) {
+			obj["version"] = json.RawMessage(`"latest"`)
+			c.Skills[i], _ = json.Marshal(obj)
+		}
 	}
 	return nil
 }
