@@ -28,9 +28,18 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request, p *principa
 	if err := p.requireAdmin(); err != nil {
 		return 0, nil, err
 	}
-	var body createAgentBody
-	if err := decodeBody(r, &body); err != nil {
+	var fields map[string]json.RawMessage
+	if err := decodeBody(r, &fields); err != nil {
 		return 0, nil, err
+	}
+	if err := knownAgentFields(fields, "create"); err != nil {
+		return 0, nil, err
+	}
+	// The body is read once, as fields (checked) and then as the struct.
+	var body createAgentBody
+	b, _ := json.Marshal(fields)
+	if err := json.Unmarshal(b, &body); err != nil {
+		return 0, nil, store.Errorf(store.ErrInvalid, "request body is not valid JSON for this endpoint: %v", err)
 	}
 	if body.Name == nil {
 		return 0, nil, store.Errorf(store.ErrInvalid, "name is required")
@@ -145,12 +154,8 @@ func parseAgentUpdate(body map[string]json.RawMessage) (store.AgentUpdate, error
 		return &v, err
 	}
 	var err error
-	for field := range body {
-		switch field {
-		case "name", "description", "system", "model", "tools", "skills", "mcp_servers", "metadata", "execution_identity", "multiagent", "version":
-		default:
-			return upd, store.Errorf(store.ErrInvalid, "%s: unknown field of an agent update", field)
-		}
+	if err := knownAgentFields(body, "update"); err != nil {
+		return upd, err
 	}
 	if upd.Name, err = str("name"); err != nil {
 		return upd, err
@@ -223,4 +228,23 @@ func (s *Server) archiveAgent(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	a, err := s.b.ArchiveAgent(r.Context(), r.PathValue("agent_id"))
 	return http.StatusOK, a, err
+}
+
+// knownAgentFields refuses a field BetaAgentNewParams (or, for an update,
+// BetaAgentUpdateParams, which adds version) does not have: a misspelt
+// field would otherwise be dropped without a word.
+func knownAgentFields(body map[string]json.RawMessage, op string) error {
+	for field := range body {
+		switch field {
+		case "name", "description", "system", "model", "tools", "skills", "mcp_servers", "metadata", "execution_identity", "multiagent":
+		case "version":
+			if op == "update" {
+				continue
+			}
+			fallthrough
+		default:
+			return store.Errorf(store.ErrInvalid, "%s: unknown field of an agent %s", field, op)
+		}
+	}
+	return nil
 }

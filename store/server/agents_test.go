@@ -83,6 +83,9 @@ func TestAgents(t *testing.T) {
 			typ                string
 		}{
 			{"no name", "POST", "/v1/agents", map[string]any{"model": "m"}, 400, "invalid_request_error"},
+			{"a name not a string", "POST", "/v1/agents", map[string]any{"name": 7, "model": "m"}, 400, "invalid_request_error"},
+			{"a misspelt field", "POST", "/v1/agents", map[string]any{"name": "n", "model": "m", "tool": []any{}}, 400, "invalid_request_error"},
+			{"a version in a create", "POST", "/v1/agents", map[string]any{"name": "n", "model": "m", "version": 3}, 400, "invalid_request_error"},
 			{"no model", "POST", "/v1/agents", map[string]any{"name": "n"}, 400, "invalid_request_error"},
 			{"an unknown effort", "POST", "/v1/agents", map[string]any{"name": "n", "model": map[string]any{"id": "m", "effort": "huge"}}, 400, "invalid_request_error"},
 			{"tools an object", "POST", "/v1/agents", map[string]any{"name": "n", "model": "m", "tools": map[string]any{}}, 400, "invalid_request_error"},
