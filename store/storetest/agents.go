@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ var agentTests = []test{
 	{"UpdateMakesVersions", testAgentUpdate},
 	{"ListArchive", testAgentListArchive},
 	{"SessionAgent", testSessionAgent},
+	{"DefaultAgentRace", testDefaultAgentRace},
 }
 
 // agentConfig is a validated agent with a tool, a skill and an MCP
@@ -243,5 +245,40 @@ func testSessionAgent(t *testing.T, open Opener) {
 	}
 	if err := json.Unmarshal(d1.Agent, &full); err != nil || full.Type != "agent" || full.Tools == nil || full.Skills == nil || full.MCPServers == nil {
 		t.Errorf("default session agent %s (%v), want an agent with empty arrays", d1.Agent, err)
+	}
+}
+
+// testDefaultAgentRace: sessions created at once without an agent make
+// the default agent once; every one of them answers it.
+func testDefaultAgentRace(t *testing.T, open Opener) {
+	b := open(t, 0)
+	env := newEnv(t, b, "env")
+	const n = 8
+	agents := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := b.CreateSession(t.Context(), store.CreateSessionInput{EnvironmentID: env.ID, MemoryRoot: memoryRoot})
+			if errs[i] = err; err == nil {
+				agents[i] = string(s.Agent)
+			}
+		}()
+	}
+	wg.Wait()
+	def, err := b.GetAgent(t.Context(), store.DefaultAgentID, 0)
+	ok(t, err, "GetAgent default")
+	for i := range n {
+		ok(t, errs[i], "CreateSession without an agent, at once")
+		if agents[i] != string(def.SessionView()) {
+			t.Errorf("session %d agent %s, want %s", i, agents[i], def.SessionView())
+		}
+	}
+	p, err := b.ListAgents(t.Context(), store.ListAgentsOptions{Limit: 100, IncludeArchived: true})
+	ok(t, err, "ListAgents")
+	if len(p.Data) != 1 || def.Version != 1 {
+		t.Errorf("%d agents after the race (default at version %d), want the default agent once", len(p.Data), def.Version)
 	}
 }
