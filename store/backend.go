@@ -22,6 +22,7 @@ type Backend interface {
 	ChangeFeed
 	KeyStore
 	WorkBackend
+	AgentBackend
 	EventLog
 	// Close releases the database. It does not wait for long polls.
 	Close() error

@@ -180,9 +180,12 @@ type CreateSessionInput struct {
 	EnvironmentID string
 	Title         *string
 	Metadata      map[string]string
-	Agent         json.RawMessage
-	VaultIDs      []string
-	Resources     []SessionResource
+	// Agent is the agent the session runs, snapshotted at its version
+	// (the latest when Version is 0); nil is the default agent
+	// (DefaultAgentID, made on first use).
+	Agent     *AgentRef
+	VaultIDs  []string
+	Resources []SessionResource
 	// MemoryRoot is the parent of the mount paths it derives.
 	MemoryRoot string
 }

@@ -95,12 +95,17 @@ func cwMemoryStore(id string, access anthropic.BetaManagedAgentsMemoryStoreResou
 	return anthropic.BetaSessionNewParamsResourceUnion{OfMemoryStore: p}
 }
 
-// cwCheckSession checks a session's fields (agent, budget and
-// deployment_id null, and the named others) and returns its memory-store
-// resources, each checked too.
+// cwCheckSession checks a session's fields (budget and deployment_id
+// null, and the named others; the agent a full object, memfs serve's
+// default agent when the session was created without one) and returns
+// its memory-store resources, each checked too.
 func cwCheckSession(t *testing.T, what string, s *anthropic.BetaManagedAgentsSession, nulls ...string) []anthropic.BetaManagedAgentsMemoryStoreResource {
 	t.Helper()
-	checkParsed(t, what, s, append([]string{"Agent", "Budget", "DeploymentID"}, nulls...)...)
+	checkParsed(t, what, s, append([]string{"Budget", "DeploymentID"}, nulls...)...)
+	checkParsed(t, what+" agent", &s.Agent, "Multiagent")
+	if s.Agent.Type != "agent" || s.Agent.ID == "" || s.Agent.Skills == nil || s.Agent.Tools == nil || s.Agent.MCPServers == nil {
+		t.Errorf("%s: agent %s, want an agent with skills, tools and mcp_servers arrays", what, s.Agent.RawJSON())
+	}
 	var out []anthropic.BetaManagedAgentsMemoryStoreResource
 	for i, u := range s.Resources {
 		if u.Type != "memory_store" || !strings.HasPrefix(u.ID, "sesrsc_") || u.CreatedAt.IsZero() || u.UpdatedAt.IsZero() {

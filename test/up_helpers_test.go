@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -101,4 +102,27 @@ func (u *upInstance) storeAfterExit(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	return wkContents(t, cl, u.storeID)
+}
+
+// sessionAgentsAfterExit reads, through a memfs serve on memfs up's data
+// dir after it exited, the agent id of every session memfs up created.
+func (u *upInstance) sessionAgentsAfterExit(t *testing.T) []string {
+	t.Helper()
+	s := harness.StartServe(t, harness.ServeOptions{DataDir: u.dataDir, AdminKey: u.adminKey})
+	a := rawCall(t, s.URL, "GET", "/v1/sessions", u.adminKey, nil, nil)
+	var page struct {
+		Data []struct {
+			Agent struct {
+				ID string `json:"id"`
+			} `json:"agent"`
+		} `json:"data"`
+	}
+	if a.status != 200 || json.Unmarshal(a.body, &page) != nil {
+		t.Fatalf("list sessions: %d %s", a.status, a.body)
+	}
+	var ids []string
+	for _, s := range page.Data {
+		ids = append(ids, s.Agent.ID)
+	}
+	return ids
 }

@@ -786,6 +786,11 @@ func TestUp(t *testing.T) {
 	}
 	wkCheckGone(t, up.dir)
 
+	// The demo session names memfs's default agent, as the hosted API
+	// requires (not memfs serve's fallback for a session without one).
+	if ids := up.sessionAgentsAfterExit(t); len(ids) != 1 || !strings.HasPrefix(ids[0], store.PrefixAgent) || ids[0] == store.DefaultAgentID {
+		t.Errorf("memfs up's sessions ran agents %q, want one session naming the default agent it made", ids)
+	}
 	got := up.storeAfterExit(t)
 	for path, want := range map[string]string{
 		"/preferences/style.md":   style,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -120,14 +121,16 @@ func (s *storeList) Set(v string) error {
 }
 
 func sessionsCreate(a *admin, args []string) error {
-	fs := a.flags("--environment ENV --store ID[:ro] ...", `
+	fs := a.flags("--environment ENV --store ID[:ro] ... [--agent AGENT]", `
 Creates a session on an environment, attaching up to 8 memory stores
 (":ro" attaches one read-only), and prints its id. Its work item is queued
-for a worker.
+for a worker. The session runs --agent, or memfs's default agent (named
+memfs, metadata memfs=default), made the first time it is needed.
 
 Example:
   memfs sessions create --environment env_... --store memstore_a --store memstore_b:ro`)
 	env := fs.String("environment", "", "the environment id")
+	agent := fs.String("agent", "", "the agent id the session runs (default: memfs's default agent)")
 	var stores storeList
 	fs.Var(&stores, "store", "a memory store to attach: ID, or ID:ro for read-only (repeatable)")
 	if _, err := a.parse(args, 0, 0); err != nil {
@@ -140,7 +143,12 @@ Example:
 	if err != nil {
 		return err
 	}
-	s, err := c.CreateSession(a.ctx, client.CreateSessionInput{EnvironmentID: *env, Resources: stores})
+	if *agent == "" {
+		if *agent, err = c.EnsureDefaultAgent(a.ctx); err != nil {
+			return fmt.Errorf("find or make the default agent: %w", err)
+		}
+	}
+	s, err := c.CreateSession(a.ctx, client.CreateSessionInput{Agent: *agent, EnvironmentID: *env, Resources: stores})
 	if err != nil {
 		return err
 	}
@@ -171,7 +179,16 @@ func sessionsGet(a *admin, args []string) error {
 	for _, r := range s.Resources {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.MemoryStoreID, r.Access, r.MountPath, oneLine(r.Name))
 	}
-	a.note("session %s: %s", s.ID, s.Status)
+	var ag struct {
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+		Version int64  `json:"version"`
+	}
+	if json.Unmarshal(s.Agent, &ag) == nil && ag.ID != "" {
+		a.note("session %s: %s, agent %s (%s, version %d)", s.ID, s.Status, ag.ID, oneLine(ag.Name), ag.Version)
+	} else {
+		a.note("session %s: %s", s.ID, s.Status)
+	}
 	return w.Flush()
 }
 

@@ -169,7 +169,11 @@ Flags:
 	if err != nil {
 		return err
 	}
-	sess, err := admin.CreateSession(ctx, client.CreateSessionInput{EnvironmentID: st.EnvironmentID,
+	agentID, err := admin.EnsureDefaultAgent(ctx)
+	if err != nil {
+		return fmt.Errorf("find or make the default agent: %w", err)
+	}
+	sess, err := admin.CreateSession(ctx, client.CreateSessionInput{Agent: agentID, EnvironmentID: st.EnvironmentID,
 		Resources: []client.SessionResourceInput{{MemoryStoreID: st.StoreID}}})
 	if err != nil {
 		return fmt.Errorf("create the demo session: %w", err)

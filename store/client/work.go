@@ -56,6 +56,9 @@ type SessionResourceInput struct {
 
 // CreateSessionInput are the fields of a new session.
 type CreateSessionInput struct {
+	// Agent is the agent id the session runs (its latest version); the
+	// hosted API requires one (see EnsureDefaultAgent).
+	Agent         string                 `json:"agent,omitempty"`
 	EnvironmentID string                 `json:"environment_id"`
 	Title         *string                `json:"title,omitempty"`
 	Resources     []SessionResourceInput `json:"resources,omitempty"`

@@ -125,8 +125,18 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, p *princi
 	if err := store.ValidateMetadata(body.Metadata); err != nil {
 		return 0, nil, err
 	}
+	// The agent is resolved and snapshotted by the backend; without one
+	// the session gets memfs serve's default agent (the hosted API
+	// requires one; memfs's commands always send it).
+	ref, given, err := store.ParseAgentRef(body.Agent)
+	if err != nil {
+		return 0, nil, err
+	}
 	in := store.CreateSessionInput{EnvironmentID: *body.EnvironmentID, Title: body.Title, Metadata: body.Metadata,
-		Agent: body.Agent, VaultIDs: body.VaultIDs, MemoryRoot: s.opts.MemoryRoot}
+		VaultIDs: body.VaultIDs, MemoryRoot: s.opts.MemoryRoot}
+	if given {
+		in.Agent = &ref
+	}
 	for _, res := range body.Resources {
 		// Other resource types (repositories, files) are not served by memfs.
 		if res.Type == store.ResourceMemoryStore {

@@ -291,8 +291,9 @@ func TestSessionCreateShape(t *testing.T) {
 		if got := keysOf(raw); !slices.Equal(got, wantKeys) {
 			t.Errorf("session fields %q, want %q", got, wantKeys)
 		}
-		if raw["status"] != "idle" || raw["type"] != "session" || raw["agent"] != nil || raw["title"] != nil {
-			t.Errorf("session %s: want status idle, type session, agent and title null", r.Body)
+		agent, _ := raw["agent"].(map[string]any)
+		if raw["status"] != "idle" || raw["type"] != "session" || agent["type"] != "agent" || agent["id"] != store.DefaultAgentID || raw["title"] != nil {
+			t.Errorf("session %s: want status idle, type session, the default agent, title null", r.Body)
 		}
 		res, _ := raw["resources"].([]any)
 		if len(res) != 2 {

@@ -138,9 +138,12 @@
 //	api_keys_scope (kind, scope_id), migration 5
 //	    qRevokeScopeKeys (a claim revokes its item's earlier tokens),
 //	    qCountKeys; a key is found by its UNIQUE hash
-//	sessions, environments, memory_stores
+//	agent_versions PRIMARY KEY (agent_id, version), migration 6
+//	    qGetAgentVersion; the config of qGetAgent and qListAgents (a
+//	    subquery a row, both columns given)
+//	sessions, environments, memory_stores, agents
 //	    read by their unique id, listed newest first by their primary
-//	    key n
+//	    key n (agents: qGetAgent, qLockAgent, qListAgents)
 //
 // # Change feed wake-ups
 //

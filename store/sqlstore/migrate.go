@@ -3,9 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/memfs/memfs/store"
 )
 
 // schemaV1 is the first schema, written once for both dialects; the
@@ -180,14 +183,56 @@ CREATE INDEX work_items_env_n ON work_items (environment_id, n);
 CREATE INDEX api_keys_scope ON api_keys (kind, scope_id);
 `
 
+// schemaV6 adds agents (store/agents.go): an agent row with its current
+// version, and one row a version whose config is the JSON of
+// store.AgentConfig. A session's agent column holds the snapshot of the
+// version it was created with; the sessions made before agents existed
+// get the default agent's (made here when there are any), so that every
+// session answers a full agent object. {NOW} is the dialect's clock in
+// microseconds; {DEFAULT_CONFIG} and {DEFAULT_SNAPSHOT} the default
+// agent's version 1 and its session view.
+const schemaV6 = `
+CREATE TABLE agents (
+	n           {SERIAL},
+	id          TEXT NOT NULL UNIQUE,
+	version     BIGINT NOT NULL,
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL,
+	archived_at BIGINT
+);
+CREATE TABLE agent_versions (
+	agent_id   TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+	version    BIGINT NOT NULL,
+	config     TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	PRIMARY KEY (agent_id, version)
+);
+INSERT INTO agents (id, version, created_at, updated_at)
+	SELECT '{DEFAULT_ID}', 1, {NOW}, {NOW} WHERE EXISTS (SELECT 1 FROM sessions);
+INSERT INTO agent_versions (agent_id, version, config, created_at)
+	SELECT id, 1, '{DEFAULT_CONFIG}', created_at FROM agents WHERE id = '{DEFAULT_ID}';
+UPDATE sessions SET agent = '{DEFAULT_SNAPSHOT}'
+`
+
+// agentsMigration is schemaV6 for a dialect.
+func agentsMigration(serial, now string) string {
+	cfg, _ := json.Marshal(store.DefaultAgentConfig())
+	def := store.Agent{ID: store.DefaultAgentID, AgentConfig: store.DefaultAgentConfig(), Version: 1}
+	sq := func(b []byte) string { return strings.ReplaceAll(string(b), "'", "''") }
+	return strings.NewReplacer("{SERIAL}", serial, "{NOW}", now, "{DEFAULT_ID}", store.DefaultAgentID,
+		"{DEFAULT_CONFIG}", sq(cfg), "{DEFAULT_SNAPSHOT}", sq(def.SessionView())).Replace(schemaV6)
+}
+
 func sqliteMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{BLOB}", "BLOB", "{PATH}", "TEXT")
-	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3), schemaV4, schemaV5}
+	return []string{r.Replace(schemaV1), "", r.Replace(schemaV3), schemaV4, schemaV5,
+		agentsMigration("INTEGER PRIMARY KEY AUTOINCREMENT", "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)")}
 }
 
 func postgresMigrations() []string {
 	r := strings.NewReplacer("{SERIAL}", "BIGSERIAL PRIMARY KEY", "{BLOB}", "BYTEA", "{PATH}", `TEXT COLLATE "C"`)
-	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3), schemaV4, schemaV5}
+	return []string{r.Replace(schemaV1), postgresV2, r.Replace(schemaV3), schemaV4, schemaV5,
+		agentsMigration("BIGSERIAL PRIMARY KEY", "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)")}
 }
 
 // migrate applies every migration not yet recorded, each in its own

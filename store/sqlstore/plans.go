@@ -148,3 +148,28 @@ const qRevokeScopeKeys = `DELETE FROM api_keys WHERE kind = ? AND scope_id = ?`
 // qCountKeys counts the keys of a kind (the admin keys, at start-up): the
 // range of api_keys_scope that it counts. Args: kind.
 const qCountKeys = `SELECT COUNT(*) FROM api_keys WHERE kind = ?`
+
+// qGetAgent reads an agent at its current version: a seek of
+// UNIQUE (agents.id), then, for its config, of agent_versions' primary key
+// (agent_id, version). The config is a correlated subquery, not a join:
+// joined on version = agents.version, PostgreSQL seeks agent_id alone and
+// filters the version (every version of the agent read). Args: id.
+const qGetAgent = `SELECT ` + currentAgentColumns + ` FROM agents WHERE agents.id = ?`
+
+// qGetAgentVersion reads an agent at a given version: the same two
+// seeks, the version given. Args: id, version.
+const qGetAgentVersion = `SELECT ` + agentColumns + ` FROM agents JOIN agent_versions ON agent_versions.agent_id = agents.id WHERE agents.id = ? AND agent_versions.version = ?`
+
+// qListAgents frames an agent listing (with listNewestFirst's ORDER BY n
+// DESC LIMIT): agents walked newest first by their primary key, each
+// one's config read by a seek of agent_versions' primary key. Args:
+// bound, then the filters' values.
+const qListAgents = `SELECT ` + currentAgentColumns + ` FROM agents WHERE agents.n < ?`
+
+// qLockAgent reads (and, with the dialect's FOR UPDATE, locks) an agent
+// row for an update: a seek of UNIQUE (agents.id). Args: id.
+const qLockAgent = `SELECT version, archived_at FROM agents WHERE id = ?`
+
+// qInsertAgentVersion writes one version of an agent. Args: agent,
+// version, config, created_at.
+const qInsertAgentVersion = `INSERT INTO agent_versions (agent_id, version, config, created_at) VALUES (?, ?, ?, ?)`

@@ -37,6 +37,7 @@ var scopeColumn = map[string]string{
 	"work_items":      "environment_id",
 	"session_events":  "session_id",
 	"api_keys":        "kind",
+	"agent_versions":  "agent_id",
 }
 
 func planCases(d *dialect) []planCase {
@@ -72,6 +73,10 @@ func planCases(d *dialect) []planCase {
 		{name: "PruneMark", q: qPruneMark, args: []any{int64(100)}},
 		{name: "PruneDelete", q: qPruneDelete, args: []any{int64(100)}},
 		{name: "EventsAfter", q: qEventsAfter, args: []any{"sesn_1", int64(0), int64(9), 101}, walk: true},
+		{name: "GetAgent", q: qGetAgent, args: []any{"agent_1"}},
+		{name: "GetAgentVersion", q: qGetAgentVersion, args: []any{"agent_1", int64(2)}},
+		{name: "ListAgents", q: qListAgents + ` AND agents.archived_at IS NULL ORDER BY n DESC LIMIT ?`, args: []any{int64(1) << 62, 101}, walk: true},
+		{name: "LockAgent", q: qLockAgent + d.forUpdate, args: []any{"agent_1"}},
 		{name: "PGCreate", pg: true, q: pgCreate, args: []any{s, "mem_2", "ver_2", p, []byte("c"), "sha", int64(1), int64(1), "api", "key", int64(10), p + "/", subtreeEnd(p), anc}},
 	}
 }

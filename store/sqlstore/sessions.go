@@ -55,8 +55,9 @@ func scanSession(r rowScanner) (*store.Session, int64, error) {
 }
 
 // CreateSession checks the environment and every attached store, derives
-// the mount paths, snapshots store names and descriptions, and queues the
-// session's work item — all in one transaction.
+// the mount paths, snapshots store names and descriptions and the agent's
+// version (store.Agent.SessionView), and queues the session's work item —
+// all in one transaction.
 func (db *DB) CreateSession(ctx context.Context, in store.CreateSessionInput) (*store.Session, error) {
 	id := store.NewID(store.PrefixSession)
 	now := db.now()
@@ -101,13 +102,15 @@ func (db *DB) CreateSession(ctx context.Context, in store.CreateSessionInput) (*
 		mb, _ := json.Marshal(meta)
 		vb, _ := json.Marshal(append([]string{}, in.VaultIDs...))
 		rb, _ := json.Marshal(in.Resources)
-		var title, agent any
+		var title any
 		if in.Title != nil {
 			title = *in.Title
 		}
-		if len(in.Agent) > 0 && string(in.Agent) != "null" {
-			agent = string(in.Agent)
+		a, err := db.sessionAgent(ctx, tx, in.Agent)
+		if err != nil {
+			return err
 		}
+		agent := string(a.SessionView())
 		if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO sessions (id, environment_id, title, metadata, agent, vault_ids, resources, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			id, in.EnvironmentID, title, string(mb), agent, string(vb), string(rb), now, now); err != nil {
 			return mapErr(err)

@@ -415,3 +415,33 @@ func must(t *testing.T, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSQLiteAgentsMigration: a database of migration 5 has sessions whose
+// agent is null (or whatever a client echoed); migration 6 gives each the
+// default agent's snapshot, so every session answers a full agent.
+func TestSQLiteAgentsMigration(t *testing.T) {
+	path := sqltest.SQLite(t)
+	db, err := sqlstore.Open(t.Context(), path, sqlstore.Options{})
+	must(t, err)
+	env, err := db.CreateEnvironment(t.Context(), store.CreateEnvironmentInput{Name: "e", KeyHash: []byte("k")})
+	must(t, err)
+	sess, err := db.CreateSession(t.Context(), store.CreateSessionInput{EnvironmentID: env.ID, MemoryRoot: "/mnt/memory"})
+	must(t, err)
+	must(t, db.Close())
+	// Back to migration 5: no agent tables, the session's agent as a
+	// client once sent it.
+	raw := rawSQLite(t, path)
+	for _, q := range []string{`DROP TABLE agent_versions`, `DROP TABLE agents`, `UPDATE sessions SET agent = '"agent_echoed"'`,
+		`DELETE FROM schema_migrations WHERE version = 6`} {
+		_, err := raw.Exec(q)
+		must(t, err)
+	}
+	db = open(t, path, sqlstore.Options{})
+	got, err := db.GetSession(t.Context(), sess.ID)
+	must(t, err)
+	def, err := db.GetAgent(t.Context(), store.DefaultAgentID, 0)
+	must(t, err)
+	if string(got.Agent) != string(def.SessionView()) || def.Version != 1 {
+		t.Fatalf("after migration 6 the session's agent is %s; want the default agent %s", got.Agent, def.SessionView())
+	}
+}

@@ -66,6 +66,7 @@ func Run(t *testing.T, open Opener) {
 		{"Keys", keyTests},
 		{"Environments", environmentTests},
 		{"Sessions", sessionTests},
+		{"Agents", agentTests},
 		{"Work", workTests},
 		{"Events", eventTests},
 	}

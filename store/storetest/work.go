@@ -236,9 +236,11 @@ func testSessionCreateResources(t *testing.T, open Opener) {
 	if s.Status != store.SessionIdle || s.ArchivedAt != nil || s.Metadata == nil || len(s.Metadata) != 0 || s.Title != nil {
 		t.Errorf("created %+v: want status idle, archived_at nil, metadata {}, title nil", s)
 	}
-	if string(s.Agent) != "null" || string(s.Budget) != "null" || s.VaultIDs == nil || len(s.VaultIDs) != 0 ||
+	def, err := b.GetAgent(t.Context(), store.DefaultAgentID, 0)
+	ok(t, err, "GetAgent default")
+	if string(s.Agent) != string(def.SessionView()) || string(s.Budget) != "null" || s.VaultIDs == nil || len(s.VaultIDs) != 0 ||
 		s.OutcomeEvaluations == nil || s.Stats == nil || s.Usage == nil || s.DeploymentID != nil {
-		t.Errorf("created %+v: want agent and budget null, vault_ids and outcome_evaluations [], stats and usage objects, deployment_id nil", s)
+		t.Errorf("created %+v: want the default agent, budget null, vault_ids and outcome_evaluations [], stats and usage objects, deployment_id nil", s)
 	}
 	checkUTC(t, "session created_at", s.CreatedAt)
 
@@ -359,11 +361,12 @@ func testSessionGetList(t *testing.T, open Opener) {
 	other := newEnv(t, b, "other")
 	st := newStore(t, b, "notes")
 	title := "a title"
+	ag := newAgent(t, b, "sessions")
 	s1, err := b.CreateSession(ctx, store.CreateSessionInput{EnvironmentID: env.ID, Title: &title,
-		Metadata: map[string]string{"k": "v"}, Agent: json.RawMessage(`"agent_1"`), VaultIDs: []string{"vlt_1"},
+		Metadata: map[string]string{"k": "v"}, Agent: &store.AgentRef{ID: ag.ID}, VaultIDs: []string{"vlt_1"},
 		Resources: []store.SessionResource{attach(st.ID, store.AccessReadOnly, nil)}, MemoryRoot: memoryRoot})
 	ok(t, err, "CreateSession with every field")
-	if s1.Title == nil || *s1.Title != title || s1.Metadata["k"] != "v" || string(s1.Agent) != `"agent_1"` ||
+	if s1.Title == nil || *s1.Title != title || s1.Metadata["k"] != "v" || string(s1.Agent) != string(ag.SessionView()) ||
 		len(s1.VaultIDs) != 1 || s1.VaultIDs[0] != "vlt_1" {
 		t.Errorf("created %+v, want title, metadata, agent and vault_ids kept", s1)
 	}
