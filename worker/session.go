@@ -280,7 +280,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		p := targets[i].Canon()
 		slog := log.WithFields(logrus.Fields{"store": r.MemoryStoreID, "path": p})
 		m, err := MountStore(ctx, MountOptions{
-			Engine:     s.host.engineOptions(api, r.MemoryStoreID, r.Access == store.AccessReadOnly, slog),
+			Engine:     s.host.engineOptions(api, r, slog),
 			Mountpoint: p,
 			MemoryRoot: targets[i].Root,
 			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},

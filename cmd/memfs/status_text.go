@@ -86,6 +86,12 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	field("store", "%s", store)
 	field("process", "pid %d (%s), since %s", p.PID, commandName(p.Command), clock(p.Started, now))
 	field("access", "%s", m.Access)
+	switch s.Follows {
+	case syncqueue.FollowsFeed:
+		field("follows", "the store's change feed")
+	case syncqueue.FollowsListing:
+		field("follows", "listing the store every interval (the server refused its change feed)")
+	}
 	if m.SessionID != "" || m.WorkID != "" {
 		field("session", "%s, work item %s", orDash(m.SessionID), orDash(m.WorkID))
 	}
