@@ -149,3 +149,55 @@ func TestPollRetryAfter(t *testing.T) {
 		t.Errorf("after a 500 (fourth failure in a row), waited %s, want 4 s to 8 s", waits[3])
 	}
 }
+
+// TestAckRefusalEndsWorker: an ack refused with 400/401/403/404 stops the
+// item and ends Run with the server's message; a 409 (the item is no
+// longer this worker's) does not end it.
+func TestAckRefusalEndsWorker(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		fatal  bool
+	}{{400, true}, {401, true}, {403, true}, {404, true}, {409, false}} {
+		t.Run(fmt.Sprint(c.status), func(t *testing.T) {
+			var polls, stops atomic.Int32
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case strings.HasSuffix(r.URL.Path, "/work/poll"):
+					if polls.Add(1) > 1 {
+						refuse(401, "authentication_error", "the end of the test")(w)
+						return
+					}
+					w.Header().Set("content-type", "application/json")
+					fmt.Fprint(w, `{"id":"work_1","type":"work","environment_id":"env_test","state":"queued","data":{"type":"session","id":"sesn_1"}}`)
+				case strings.HasSuffix(r.URL.Path, "/work/work_1/ack"):
+					refuse(c.status, "invalid_request_error", "ack refused for the test")(w)
+				case strings.HasSuffix(r.URL.Path, "/work/work_1/stop"):
+					stops.Add(1)
+					w.Header().Set("content-type", "application/json")
+					fmt.Fprint(w, `{"id":"work_1","type":"work","state":"stopped"}`)
+				default:
+					http.Error(w, "unexpected "+r.URL.Path, http.StatusTeapot)
+				}
+			}))
+			t.Cleanup(hs.Close)
+			w := testWorker(t, hs.URL)
+			w.sleep = func(context.Context, time.Duration) {}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := w.Run(ctx)
+			if ctx.Err() != nil || err == nil {
+				t.Fatalf("Run = %v after %d polls", err, polls.Load())
+			}
+			ackEnded := strings.Contains(err.Error(), "ack refused for the test")
+			if ackEnded != c.fatal {
+				t.Errorf("ack answered %d: Run = %v; want it to end Run: %v", c.status, err, c.fatal)
+			}
+			if c.fatal && !strings.Contains(err.Error(), "acknowledging work item work_1") {
+				t.Errorf("error %q does not say what was refused", err)
+			}
+			if n := stops.Load(); n != 1 {
+				t.Errorf("the item was stopped %d times, want 1", n)
+			}
+		})
+	}
+}
