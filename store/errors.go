@@ -40,7 +40,7 @@ var (
 	ErrInternal = errors.New("internal error")
 	// ErrFeedUnsupported: the server has no change feed (it refused the
 	// route: see ExtensionRefused); clients fall back to listing.
-	ErrFeedUnsupported = errors.New("the server has no change feed")
+	ErrFeedUnsupported = errors.New("the change feed is not offered here")
 )
 
 // Error is a domain error with a human-readable message and optional

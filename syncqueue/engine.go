@@ -338,7 +338,8 @@ func (e *Engine) Open(ctx context.Context) error {
 }
 
 // storeRefused names the cause of a failed first request about a store:
-// the server's own message, with the status, for a refusal.
+// a 404 or 401 says which it is and with which credential; for the
+// others (400, 403) the server's own message says it all.
 func (e *Engine) storeRefused(what string, err error) error {
 	storeID, cred := e.opts.StoreID, "API key"
 	if e.opts.SessionStore {
@@ -351,7 +352,6 @@ func (e *Engine) storeRefused(what string, err error) error {
 		case 401:
 			return fmt.Errorf("%s %s: the %s was refused (HTTP 401): %w", what, storeID, cred, err)
 		}
-		return fmt.Errorf("%s %s: refused (HTTP %d): %w", what, storeID, se.Status, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, storeID, err)
 }
