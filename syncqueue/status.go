@@ -64,9 +64,10 @@ type Status struct {
 	// RemoteBlocked: a change from the store waits because a local version
 	// it would replace can't be kept yet.
 	RemoteBlocked bool `json:"remote_blocked,omitempty"`
-	// Follows is how the mount follows the store's changes, decided once at
+	// Follows is how the mount follows the store's changes, probed once at
 	// mount: "feed" (the change feed) or "listing" (the server refused the
-	// feed: the store is listed every interval).
+	// feed: the store is listed every interval). A feed refused later
+	// (a server restarted without it) turns it to listing for good.
 	Follows string `json:"follows"`
 	// FeedCursor is how far the overlay has applied the store's change
 	// feed (0 without a feed): a change at or below it is on the mount.
