@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Every error returned by a Backend, the HTTP client or the
@@ -37,9 +38,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrInternal: a bug on the server (HTTP 500).
 	ErrInternal = errors.New("internal error")
-	// ErrFeedUnsupported: the server has no change feed (a 404 on the
-	// route for a store that exists); clients fall back to listing.
-	ErrFeedUnsupported = errors.New("the server has no change feed")
+	// ErrFeedUnsupported: the server has no change feed (it refused the
+	// route: see ExtensionRefused); clients fall back to listing.
+	ErrFeedUnsupported = errors.New("the change feed is not offered here")
 )
 
 // Error is a domain error with a human-readable message and optional
@@ -57,6 +58,10 @@ type Error struct {
 	RequestID string
 	// Status is the HTTP status the client received (0 when not over HTTP).
 	Status int
+	// RetryAfter is how long the server asked the client to wait before
+	// asking again (retry-after-ms or retry-after, seconds or an HTTP
+	// date), 0 when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

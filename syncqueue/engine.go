@@ -44,6 +44,14 @@ type EngineOptions struct {
 	StoreID string
 	// Store is the API (required).
 	Store Store
+	// SessionStore: the credential is a session token, which the
+	// official worker uses only on the memories routes: the engine then
+	// never reads the store itself (GET /v1/memory_stores/{id}), and
+	// StoreName is its name (from the session's resources). An archived
+	// store is then not seen as such: its writes are refused and wait.
+	SessionStore bool
+	// StoreName is the store's name for status when SessionStore.
+	StoreName string
 	// StateDir is the worker's state directory; the store's journal lives
 	// in StateDir/stores/<StoreID> (required unless ReadOnly).
 	StateDir string
@@ -186,6 +194,7 @@ type Engine struct {
 	syncMu    sync.Mutex
 	ms        mergeState // GUARDED_BY(syncMu)
 	cursor    int64      // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
+	feed      bool       // following the feed: probed once at Open, false once it goes away. GUARDED_BY(syncMu) once started
 	conflicts *ConflictLog
 	outage    outage
 	// remoteBlocked: a remote change waits on this host (localWait).
@@ -238,20 +247,18 @@ func (e *Engine) locked(fn func()) {
 // memory (the tree is loaded lazily: content comes after Start, lazy.go),
 // and replays pending changes from a previous run onto the tree.
 func (e *Engine) Open(ctx context.Context) error {
-	st, err := e.opts.Store.GetStore(ctx, e.opts.StoreID)
-	if err != nil {
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return fmt.Errorf("memory store %s does not exist (or this key can't see it)", e.opts.StoreID)
-		case errors.Is(err, store.ErrUnauthorized):
-			return fmt.Errorf("the API key was refused: %w", err)
-		}
-		return fmt.Errorf("get memory store %s: %w", e.opts.StoreID, err)
-	}
 	readOnly := e.opts.ReadOnly
-	if st.Archived() && !readOnly {
-		e.log.Warn("the memory store is archived: mounting it read-only")
-		readOnly = true
+	e.name = e.opts.StoreName
+	if !e.opts.SessionStore {
+		st, err := e.opts.Store.GetStore(ctx, e.opts.StoreID)
+		if err != nil {
+			return e.storeRefused("get memory store", err)
+		}
+		if st.Archived() && !readOnly {
+			e.log.Warn("the memory store is archived: mounting it read-only")
+			readOnly = true
+		}
+		e.name = st.Name
 	}
 	if !readOnly {
 		j, err := journal.Open(JournalDir(e.opts.StateDir, e.opts.StoreID), journal.Options{Log: e.log})
@@ -260,23 +267,28 @@ func (e *Engine) Open(ctx context.Context) error {
 		}
 		e.journal = j
 	}
-	// The feed's head, taken before listing: changes that commit while we
-	// list come again through the feed (applying them twice is harmless).
+	// The feed is an extension, probed once here: any refusal means "not
+	// here" (a server without it, or a credential it does not cover), and
+	// the overlay lists instead. Its head is taken before listing:
+	// changes that commit while we list come again through the feed
+	// (applying them twice is harmless). An unknown store is told by the
+	// listing that follows.
 	head, err := e.opts.Store.Changes(ctx, e.opts.StoreID, 0, 1, 0)
 	switch {
 	case err == nil:
-		e.cursor = head.NextCursor
+		e.cursor, e.feed = head.NextCursor, true
+		e.log.Info("following the store through its change feed")
 	case errors.Is(err, store.ErrFeedUnsupported):
-		e.cursor = 0
+		e.cursor, e.feed = 0, false
+		e.log.WithField("feed", err.Error()).Info("following the store by listing it every interval: the server refused its change feed")
 	default:
 		e.closeJournal(ctx)
 		return fmt.Errorf("read the change feed of %s: %w", e.opts.StoreID, err)
 	}
-	e.name = st.Name
 	files, err := e.load(ctx)
 	if err != nil {
 		e.closeJournal(ctx)
-		return fmt.Errorf("load memory store %s: %w", e.opts.StoreID, err)
+		return e.storeRefused("load memory store", err)
 	}
 	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
 	if e.journal != nil {
@@ -323,6 +335,25 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.replayed = len(pending)
 	}
 	return nil
+}
+
+// storeRefused names the cause of a failed first request about a store:
+// a 404 or 401 says which it is and with which credential; for the
+// others (400, 403) the server's own message says it all.
+func (e *Engine) storeRefused(what string, err error) error {
+	storeID, cred := e.opts.StoreID, "API key"
+	if e.opts.SessionStore {
+		cred = "session token"
+	}
+	if se, ok := store.Refusal(err); ok {
+		switch se.Status {
+		case 404:
+			return fmt.Errorf("memory store %s does not exist, or this %s can't see it (HTTP 404): %w", storeID, cred, err)
+		case 401:
+			return fmt.Errorf("%s %s: the %s was refused (HTTP 401): %w", what, storeID, cred, err)
+		}
+	}
+	return fmt.Errorf("%s %s: %w", what, storeID, err)
 }
 
 // replay applies the journal's pending changes to the tree loaded from

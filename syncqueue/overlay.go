@@ -35,7 +35,7 @@ func overlayBackoff(interval time.Duration) backoff {
 func (e *Engine) follow(ctx context.Context) {
 	bo := overlayBackoff(e.opts.Interval)
 	var feed bool
-	e.locked(func() { feed = e.cursor > 0 })
+	e.locked(func() { feed = e.feed })
 	var lastList time.Time
 	for ctx.Err() == nil {
 		if !feed {
@@ -64,7 +64,11 @@ func (e *Engine) follow(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, store.ErrFeedUnsupported):
-			e.log.Info("the store service has no change feed: listing the store every interval instead")
+			// The feed went away (a server restarted without it, or a
+			// credential it no longer covers): list from now on; a
+			// store that is gone is told by the listing.
+			e.log.WithField("feed", err.Error()).Info("following the store by listing it every interval: the server refused its change feed")
+			e.locked(func() { e.feed = false })
 			feed = false
 			continue
 		case errors.Is(err, store.ErrGone):

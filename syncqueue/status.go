@@ -64,10 +64,21 @@ type Status struct {
 	// RemoteBlocked: a change from the store waits because a local version
 	// it would replace can't be kept yet.
 	RemoteBlocked bool `json:"remote_blocked,omitempty"`
+	// Follows is how the mount follows the store's changes, probed once at
+	// mount: "feed" (the change feed) or "listing" (the server refused the
+	// feed: the store is listed every interval). A feed refused later
+	// (a server restarted without it) turns it to listing for good.
+	Follows string `json:"follows"`
 	// FeedCursor is how far the overlay has applied the store's change
 	// feed (0 without a feed): a change at or below it is on the mount.
 	FeedCursor int64 `json:"feed_cursor"`
 }
+
+// How a mount follows its store (Status.Follows).
+const (
+	FollowsFeed    = "feed"
+	FollowsListing = "listing"
+)
 
 // PendingChange is one change that has not reached the store.
 type PendingChange struct {
@@ -101,7 +112,12 @@ type DamageStatus struct {
 func (e *Engine) Status() Status {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
-	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
+	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress(), Follows: FollowsListing}
+	e.locked(func() {
+		if e.feed {
+			s.Follows = FollowsFeed
+		}
+	})
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down
 	if r := e.outage.refusal(); r != nil {

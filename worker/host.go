@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/store/durable"
 	"github.com/memfs/memfs/syncqueue"
@@ -208,10 +209,14 @@ func mountAt(p string) (fs.MountInfo, bool) {
 	return top, found
 }
 
-// engineOptions are the sync engine's options for one store.
-func (h *host) engineOptions(api syncqueue.Store, storeID string, readOnly bool, log logrus.FieldLogger) syncqueue.EngineOptions {
+// engineOptions are the sync engine's options for one store a session
+// attaches (r): api holds the session token, which is used only on the
+// routes the official worker uses it on, so the store's name comes from
+// the session's resources (SessionStore).
+func (h *host) engineOptions(api syncqueue.Store, r store.SessionResource, log logrus.FieldLogger) syncqueue.EngineOptions {
 	return syncqueue.EngineOptions{
-		StoreID: storeID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: readOnly,
+		StoreID: r.MemoryStoreID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: r.Access == store.AccessReadOnly,
+		SessionStore: true, StoreName: r.Name,
 		Interval: h.cfg.Interval, Quiet: h.cfg.Quiet, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
 		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log, OnLoad: h.cfg.OnLoad,
 	}

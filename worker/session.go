@@ -117,6 +117,13 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	sess, err := api.GetSession(ctx, item.Data.ID)
 	if err != nil {
 		stop()
+		cred := "its session token"
+		if token == "" {
+			cred = "the environment key"
+		}
+		if r := refused(fmt.Sprintf("getting session %s with %s", item.Data.ID, cred), err); r != nil {
+			return r
+		}
 		return fmt.Errorf("get session %s: %w", item.Data.ID, err)
 	}
 	var resources []store.SessionResource
@@ -157,6 +164,9 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	} else if mounts, err = s.mountAll(ctx, api, item, sess, resources, log); err != nil {
 		log.WithError(err).Error("session failed before it started: no memory store was mounted")
 		stop()
+		if r := refused("a memory store's first request with the session token", err); r != nil {
+			return r
+		}
 		return err
 	}
 	log.WithField("stores", len(mounts)).Info("session running")
@@ -280,7 +290,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		p := targets[i].Canon()
 		slog := log.WithFields(logrus.Fields{"store": r.MemoryStoreID, "path": p})
 		m, err := MountStore(ctx, MountOptions{
-			Engine:     s.host.engineOptions(api, r.MemoryStoreID, r.Access == store.AccessReadOnly, slog),
+			Engine:     s.host.engineOptions(api, r, slog),
 			Mountpoint: p,
 			MemoryRoot: targets[i].Root,
 			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},

@@ -135,6 +135,9 @@ type Worker struct {
 
 	abortCtx context.Context
 	abort    context.CancelFunc
+	// sleep waits between failed polls (default sleepCtx; tests record
+	// the waits instead).
+	sleep func(ctx context.Context, d time.Duration)
 }
 
 // New builds a worker.
@@ -159,29 +162,60 @@ func (w *Worker) Abort() { w.abort() }
 
 // Run recovers what a killed worker left behind, then polls and runs
 // sessions until ctx ends; then it ends every session (writes only) and
-// returns nil. It returns an error at once when the queue refuses the
-// credential (401/403/404).
+// returns nil. It returns an error, after ending every session the same
+// way, when the server refuses for good (400, 401, 403, 404: refused.go)
+// the poll, an ack, a session get or a mount's first request.
 func (w *Worker) Run(ctx context.Context) error {
 	w.host.recover(ctx, w.cfg.ReplayAPIKey)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fatal := make(chan error, 1)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	backoff := time.Second
+	err := w.poll(runCtx, &wg, func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+		cancel()
+	})
+	cancel()
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-fatal:
+		default:
+		}
+	}
+	return err
+}
+
+// poll claims work items and starts their sessions until ctx ends or the
+// queue refuses the worker; a session whose server refuses it calls end.
+func (w *Worker) poll(ctx context.Context, wg *sync.WaitGroup, end func(error)) error {
+	sleep := w.sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	failures := 0
 	lastIdle := time.Now()
 	w.log.WithFields(logrus.Fields{"environment": w.cfg.EnvironmentID, "worker_id": w.cfg.WorkerID}).Info("worker polling for work")
 	for ctx.Err() == nil {
-		item, err := w.env.PollWork(ctx, w.cfg.EnvironmentID, w.cfg.WorkerID, 999*time.Millisecond)
+		// One attempt per poll: this loop retries with its own backoff.
+		item, err := w.env.PollWork(store.WithCallerRetries(ctx), w.cfg.EnvironmentID, w.cfg.WorkerID, 999*time.Millisecond)
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, store.ErrUnauthorized), errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrNotFound):
-			return fmt.Errorf("the work queue refused this worker (check --environment-id and --environment-key): %w", err)
 		case err != nil:
-			w.log.WithError(err).Warn("polling for work failed; retrying")
-			sleepJitter(ctx, backoff)
-			backoff = min(backoff*2, 60*time.Second)
+			if r := refused(fmt.Sprintf("polling the work queue of environment %s with the environment key", w.cfg.EnvironmentID), err); r != nil {
+				return r
+			}
+			failures++
+			d := pollBackoff(failures, err)
+			w.log.WithError(err).WithField("retry_in", d.Round(time.Millisecond).String()).Warn("polling for work failed; retrying")
+			sleep(ctx, d)
 			continue
 		case item == nil:
-			backoff = time.Second
+			failures = 0
 			if time.Since(lastIdle) > 5*time.Minute {
 				w.log.Info("worker idle: no work")
 				lastIdle = time.Now()
@@ -189,13 +223,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			sleepJitter(ctx, 500*time.Millisecond)
 			continue
 		}
-		backoff = time.Second
+		failures = 0
 		log := w.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
 		log.Info("claimed work item")
 		w.cfg.Metrics.Claimed()
 		if _, err := w.env.AckWork(ctx, w.cfg.EnvironmentID, item.ID); err != nil {
 			log.WithError(err).Warn("acknowledging the work item failed; stopping it")
 			w.env.StopWork(context.Background(), w.cfg.EnvironmentID, item.ID, true) //nolint:errcheck
+			if r := refused(fmt.Sprintf("acknowledging work item %s of environment %s with the environment key", item.ID, w.cfg.EnvironmentID), err); r != nil {
+				return r
+			}
 			continue
 		}
 		wg.Add(1)
@@ -205,6 +242,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			err := s.Run(ctx, w.abortCtx, item, "")
 			if err != nil {
 				log.WithError(err).Error("session failed")
+				if isRefusal(err) {
+					end(err)
+				}
 			}
 			if w.cfg.SessionEnded != nil {
 				w.cfg.SessionEnded(item.Data.ID, err)

@@ -89,6 +89,10 @@ func environmentsHealthcheck(a *admin, args []string) error {
 		return err
 	}
 	wk, err := c.EnqueueHealthcheck(a.ctx, pos[0])
+	if store.ExtensionRefused(err) {
+		// A memfs extension: any refusal may mean the server lacks it.
+		return fmt.Errorf("%w\nhint: the healthcheck (POST /v1/environments/{id}/healthcheck) is a memfs serve extension: a server without it, like the hosted API, refuses the route", err)
+	}
 	if err != nil {
 		return err
 	}

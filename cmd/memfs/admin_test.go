@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -351,5 +353,24 @@ func TestAdminExitCodes(t *testing.T) {
 		if got := run(tc.args); got != tc.want {
 			t.Errorf("memfs %v exited %d, want %d", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestHealthcheckNotOffered: the healthcheck is a memfs extension; a
+// server that refuses its route (405 here) gets its own message and a
+// hint saying so.
+func TestHealthcheckNotOffered(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "application/json")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"Method Not Allowed"}}`)
+	}))
+	t.Cleanup(ts.Close)
+	c := &cli{t: t, env: map[string]string{"MEMFS_API_URL": ts.URL, "MEMFS_API_KEY": testAdminKey}}
+	var out, errb bytes.Buffer
+	aio := adminIO{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }}
+	err := environmentsGroup.run(context.Background(), aio, []string{"healthcheck", "env_x"})
+	if err == nil || !strings.Contains(err.Error(), "Method Not Allowed") || !strings.Contains(err.Error(), "hint: the healthcheck (POST /v1/environments/{id}/healthcheck) is a memfs serve extension") {
+		t.Errorf("healthcheck refused 405: err = %v", err)
 	}
 }

@@ -140,6 +140,12 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		field("last error", "%s: %s", clock(*s.LastErrorAt, now), oneLine(s.LastError))
 	}
 	field("conflicts", "%d", m.Conflicts)
+	switch s.Follows {
+	case syncqueue.FollowsFeed:
+		field("follows", "the store's change feed")
+	case syncqueue.FollowsListing:
+		field("follows", "listing the store every interval (the server refused its change feed)")
+	}
 	if s.Damaged != nil {
 		field("damaged", "%s unreadable in the journal at mount; copy kept at %s", humanBytes(s.Damaged.LostBytes), s.Damaged.KeptAt)
 	}

@@ -111,7 +111,9 @@ terminates or stays idle past --max-idle (a clean end); the agent's shell
 gets no memfs or Anthropic key (--tool-env, --tool-env-file add to it).
 
 Exit status: 0 stopped, and everything closed on the session mounts
-reached the store; 1 an error (the work queue refused the key); 2 a usage
+reached the store; 1 an error (the server refused the poll, an ack, a
+session or a store's first request for good: 400, 401, 403, 404, with its
+message); 2 a usage
 error; 3 stopped, but changes are left in the journals (the final syncs
 were cut short, the store was unreachable, a change waits, or a delete
 not sent: a stop sends writes only); memfs status lists them.

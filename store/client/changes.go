@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -23,7 +22,9 @@ const MaxWait = 30 * time.Second
 // attempt timeout is lengthened by wait.
 //
 // A cursor older than what the server keeps is store.ErrGone: list the
-// store again. A server without the feed is ErrFeedUnsupported.
+// store again. A server that refuses the route (ExtensionRefused: 400,
+// 403, 404, 405, 501) is ErrFeedUnsupported, probed without asking about the
+// store itself (a session token may not cover GET /v1/memory_stores/{id}).
 func (c *Client) Changes(ctx context.Context, storeID string, after int64, limit int, wait time.Duration) (store.ChangePage, error) {
 	if wait < 0 || wait > MaxWait {
 		return store.ChangePage{}, store.Errorf(store.ErrInvalid, "change feed wait %s is outside 0 to %s", wait, MaxWait)
@@ -38,13 +39,13 @@ func (c *Client) Changes(ctx context.Context, storeID string, after int64, limit
 	}
 	var p store.ChangePage
 	err := c.do(ctx, request{method: http.MethodGet, path: storePath(storeID, "changes"), query: q, extraTimeout: wait}, &p)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return p, err
+	if err != nil && store.ExtensionRefused(err) {
+		// The feed is optional: a server without it answers 404 (no
+		// route), 405, 501, or 400/403 (a route or a credential it does
+		// not know here). All mean "not here"; the status's own kind
+		// still matches (errors.Is), for a caller that follows the feed
+		// already and sees its store go.
+		return store.ChangePage{}, fmt.Errorf("%w: GET %s answered %d: %w", ErrFeedUnsupported, storePath(storeID, "changes"), store.Status(err), err)
 	}
-	// A 404 is an unknown store, or a server without this route: ask
-	// about the store to tell them apart.
-	if _, serr := c.GetStore(ctx, storeID); serr != nil {
-		return store.ChangePage{}, serr
-	}
-	return store.ChangePage{}, fmt.Errorf("%w: GET %s answered 404 (%v)", ErrFeedUnsupported, storePath(storeID, "changes"), err)
+	return p, err
 }

@@ -132,20 +132,17 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestChangesFeed(t *testing.T) {
-	var storeExists atomic.Bool
-	var changesRoute atomic.Bool
+	var refusal atomic.Int32 // the status the route answers; 0: the feed
+	var storeGets atomic.Int32
 	var gotQuery atomic.Value
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/memory_stores/{sid}", func(w http.ResponseWriter, r *http.Request) {
-		if !storeExists.Load() {
-			writeErr(w, 404, "not_found_error", "no such store", nil)
-			return
-		}
+		storeGets.Add(1)
 		writeJSON(w, testStore)
 	})
 	mux.HandleFunc("GET /v1/memory_stores/{sid}/changes", func(w http.ResponseWriter, r *http.Request) {
-		if !changesRoute.Load() || !storeExists.Load() {
-			writeErr(w, 404, "not_found_error", "not found", nil)
+		if s := int(refusal.Load()); s != 0 {
+			writeErr(w, s, "invalid_request_error", "no such route", nil)
 			return
 		}
 		gotQuery.Store(r.URL.RawQuery)
@@ -156,16 +153,26 @@ func TestChangesFeed(t *testing.T) {
 	c := newTestClient(t, mux, func(o *Options) { o.Timeout = 100 * time.Millisecond; o.RetryMax = -1 })
 	ctx := context.Background()
 
-	_, err := c.Changes(ctx, "memstore_1", 7, 10, time.Second)
-	if !errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrFeedUnsupported) {
-		t.Errorf("unknown store: err = %v, want ErrNotFound", err)
+	// Any refusal of the route means "no feed here", and its own kind
+	// still matches; the store itself is never asked about.
+	for _, st := range []struct {
+		status int
+		kind   error
+	}{{400, store.ErrInvalid}, {403, store.ErrForbidden}, {404, store.ErrNotFound}, {405, store.ErrInvalid}, {501, store.ErrInternal}} {
+		refusal.Store(int32(st.status))
+		_, err := c.Changes(ctx, "memstore_1", 7, 10, time.Second)
+		if !errors.Is(err, ErrFeedUnsupported) || !errors.Is(err, st.kind) {
+			t.Errorf("route answered %d: err = %v, want ErrFeedUnsupported and %v", st.status, err, st.kind)
+		}
 	}
-	storeExists.Store(true)
-	_, err = c.Changes(ctx, "memstore_1", 7, 10, time.Second)
-	if !errors.Is(err, ErrFeedUnsupported) {
-		t.Errorf("no feed: err = %v, want ErrFeedUnsupported", err)
+	refusal.Store(401)
+	if _, err := c.Changes(ctx, "memstore_1", 7, 10, time.Second); errors.Is(err, ErrFeedUnsupported) || !errors.Is(err, store.ErrUnauthorized) {
+		t.Errorf("route answered 401: err = %v, want ErrUnauthorized, not ErrFeedUnsupported", err)
 	}
-	changesRoute.Store(true)
+	if n := storeGets.Load(); n != 0 {
+		t.Errorf("Changes asked about the store %d times", n)
+	}
+	refusal.Store(0)
 	p, err := c.Changes(ctx, "memstore_1", 7, 10, time.Second)
 	if err != nil {
 		t.Fatalf("Changes: %v", err)

@@ -44,7 +44,8 @@
 //
 // # The change feed
 //
-// Changes reads the memfs change-feed extension. A server without it is
-// reported as ErrFeedUnsupported (test with errors.Is); callers then fall
-// back to listing the store.
+// Changes reads the memfs change-feed extension. A server without it (any
+// refusal of the route: 400, 403, 404, 405, 501) is reported as
+// ErrFeedUnsupported (test with errors.Is); callers then fall back to
+// listing the store.
 package client

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memfs/memfs/store"
 )
 
 // ErrFeedUnsupported reports a server without the change-feed extension
-// (its /changes route answers 404 while the store exists). Fall back to
+// (its /changes route answers 400, 403, 404, 405 or 501). Fall back to
 // listing the store.
 var ErrFeedUnsupported = store.ErrFeedUnsupported
 
@@ -42,6 +43,9 @@ type errorEnvelope struct {
 // its status, with the status and the start of the body as the message.
 func decodeError(resp *http.Response, body []byte) *store.Error {
 	e := &store.Error{Status: resp.StatusCode, RequestID: resp.Header.Get("request-id")}
+	if d, ok := retryAfter(resp.Header, time.Now()); ok {
+		e.RetryAfter = d
+	}
 	var env errorEnvelope
 	wireType := ""
 	if json.Unmarshal(body, &env) == nil && env.Error != nil {
