@@ -193,6 +193,13 @@ type AgentBackend interface {
 	ArchiveAgent(ctx context.Context, id string) (*Agent, error)
 }
 
+// setIf sets *dst to *src when an update gives src.
+func setIf[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
 // ApplyAgentUpdate is the pure rule of an agent update: the version cur
 // becomes, and whether it differs from cur. The result is validated
 // (ValidateAgentConfig) as a create is.
@@ -202,15 +209,9 @@ func ApplyAgentUpdate(cur AgentConfig, upd AgentUpdate) (AgentConfig, bool, erro
 	for k, v := range cur.Metadata {
 		next.Metadata[k] = v
 	}
-	if upd.Name != nil {
-		next.Name = *upd.Name
-	}
-	if upd.Description != nil {
-		next.Description = *upd.Description
-	}
-	if upd.System != nil {
-		next.System = *upd.System
-	}
+	setIf(&next.Name, upd.Name)
+	setIf(&next.Description, upd.Description)
+	setIf(&next.System, upd.System)
 	if upd.Model != nil {
 		m := *upd.Model
 		if m.Effort.Type == "" { // omitted: the stored effort stays
@@ -218,15 +219,9 @@ func ApplyAgentUpdate(cur AgentConfig, upd AgentUpdate) (AgentConfig, bool, erro
 		}
 		next.Model = m
 	}
-	if upd.Tools != nil {
-		next.Tools = *upd.Tools
-	}
-	if upd.Skills != nil {
-		next.Skills = *upd.Skills
-	}
-	if upd.MCPServers != nil {
-		next.MCPServers = *upd.MCPServers
-	}
+	setIf(&next.Tools, upd.Tools)
+	setIf(&next.Skills, upd.Skills)
+	setIf(&next.MCPServers, upd.MCPServers)
 	for k, v := range upd.Metadata {
 		if v == nil {
 			delete(next.Metadata, k)
