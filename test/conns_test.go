@@ -91,7 +91,7 @@ func TestServeIdleFlood(t *testing.T) {
 				if i%2 == 0 {
 					// One request with no credential, then the connection
 					// idles (its 401 waits unread in the socket).
-					fmt.Fprintf(c, "GET /v1/memory_stores HTTP/1.1\r\nHost: memfs\r\n\r\n")
+					fmt.Fprintf(c, "GET /v1/memory_stores HTTP/1.1\r\nHost: memfs\r\n%s\r\n", harness.RawAPIHeaders("/v1/memory_stores", ""))
 				}
 				mu.Lock()
 				conns = append(conns, c)

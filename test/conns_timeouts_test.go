@@ -62,7 +62,8 @@ func TestServeSlowBodyTimesOut(t *testing.T) {
 		return c, bufio.NewReader(c)
 	}
 	c, br := dial()
-	fmt.Fprintf(c, "POST /v1/memory_stores HTTP/1.1\r\nHost: memfs\r\nx-api-key: %s\r\ncontent-type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", srv.AdminKey)
+	fmt.Fprintf(c, "POST /v1/memory_stores HTTP/1.1\r\nHost: memfs\r\n%scontent-type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":",
+		harness.RawAPIHeaders("/v1/memory_stores", srv.AdminKey))
 	res, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("a body that stopped arriving got no answer: %v", err)

@@ -84,7 +84,7 @@ func TestServeShutdownEndsEventStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("x-api-key", srv.AdminKey)
+	req.Header = harness.APIHeaders(req.URL.Path, srv.AdminKey)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("open stream: %v %v", res, err)

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/memfs/memfs/test/harness"
 )
 
 // rawAnswer is one HTTP answer, read whole.
@@ -23,7 +25,8 @@ type rawAnswer struct {
 // body.
 func (r rawAnswer) String() string { return fmt.Sprintf("%d %s", r.status, bytes.TrimSpace(r.body)) }
 
-// rawCall sends one API request with key (x-api-key) and returns the
+// rawCall sends one API request with key (as the SDK sends it: see
+// harness.APIHeaders) and returns the
 // answer, whatever its status, for tests that check what the typed client
 // hides: statuses, headers, error envelopes. q, when not empty, is added
 // as the query string (path must then have none); body, when not nil, is
@@ -48,7 +51,9 @@ func rawCall(t *testing.T, base, method, path, key string, q url.Values, body an
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("x-api-key", key)
+	for k, v := range harness.APIHeaders(path, key) {
+		req.Header[k] = v
+	}
 	if rd != nil {
 		req.Header.Set("content-type", "application/json")
 	}

@@ -62,7 +62,9 @@ func (a *serveAPI) call(ctx context.Context, method, path string, body, out any)
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("x-api-key", a.key)
+	for k, v := range harness.APIHeaders(path, a.key) {
+		req.Header[k] = v
+	}
 	req.Header.Set("content-type", "application/json")
 	res, err := a.hc.Do(req)
 	if err != nil {
@@ -445,14 +447,14 @@ func TestServeGracefulShutdown(t *testing.T) {
 	api.must(t, "GET", "/v1/memory_stores/"+storeID+"/changes", nil, &head)
 
 	poll := dialRaw(t, srv.Addr, fmt.Sprintf("GET /v1/memory_stores/%s/changes?after=%d&wait_ms=25000 HTTP/1.1\r\n", storeID, head.NextCursor)+
-		"Host: memfs\r\nX-Api-Key: "+srv.AdminKey+"\r\n\r\n")
+		"Host: memfs\r\n"+harness.RawAPIHeaders("/v1/memory_stores/"+storeID+"/changes", srv.AdminKey)+"\r\n")
 	// A create whose body is only half sent: the handler is running and
 	// reading it when the signal arrives.
 	content := strings.Repeat("in flight ", 1000)
 	body := `{"path":"/in-flight","content":"` + content + `"}`
 	half := len(body) / 2
 	write := dialRaw(t, srv.Addr, "POST /v1/memory_stores/"+storeID+"/memories HTTP/1.1\r\n"+
-		"Host: memfs\r\nX-Api-Key: "+srv.AdminKey+"\r\nContent-Type: application/json\r\n"+
+		"Host: memfs\r\n"+harness.RawAPIHeaders("/v1/memory_stores/"+storeID+"/memories", srv.AdminKey)+"Content-Type: application/json\r\n"+
 		"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body[:half])
 	poll.awaitServerRead(t)
 	write.awaitServerRead(t)

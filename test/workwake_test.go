@@ -90,7 +90,7 @@ func pollWork(base, envID, key, worker string, blockMS int) (*store.Work, error)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("x-api-key", key)
+	req.Header = harness.APIHeaders(req.URL.Path, key)
 	req.Header.Set("Anthropic-Worker-ID", worker)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -17,10 +17,6 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// BetaHeader is the anthropic-beta value sent on every request; memfs
-// serve ignores it and the hosted API requires it.
-const BetaHeader = "agent-memory-2026-07-22"
-
 // maxResponseBytes bounds a response body held in memory. The largest
 // legitimate answer, a full-view page of 20 memories of 100 KiB with JSON
 // escaping, is far below it.
@@ -122,9 +118,7 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", req.method, req.path, err)
 	}
-	hr.Header.Set("x-api-key", c.apiKey)
-	hr.Header.Set("anthropic-beta", BetaHeader)
-	hr.Header.Set("user-agent", c.ua)
+	c.setProtocol(hr.Header, req.path)
 	hr.Header.Set("accept", "application/json")
 	for k, vs := range req.header {
 		for _, v := range vs {

@@ -72,7 +72,7 @@ func TestHeadersAndQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, sent := snap()
-	if req.Header.Get("x-api-key") != "test-key" || req.Header.Get("anthropic-beta") != BetaHeader {
+	if req.Header.Get("authorization") != "Bearer test-key" || req.Header.Get("anthropic-beta") != store.BetaMemoryStores {
 		t.Errorf("headers = %v", req.Header)
 	}
 	q := req.URL.Query()

@@ -2,6 +2,15 @@
 // memfs serve (and by any server speaking the same protocol, see api.md).
 // The memfs worker, the sync engine and the admin commands use it.
 //
+// # The protocol
+//
+// Every request carries what the hosted API requires, as the official Go
+// SDK (anthropic-sdk-go/v2 v2.15.0) sends it (protocol.go):
+// anthropic-version (store.APIVersion), the route family's anthropic-beta
+// (store.BetaFor), the credential as Authorization: Bearer whatever its
+// kind, and memfs's own User-Agent. TestProtocolMatchesSDK sends each
+// call through both clients and compares them.
+//
 // # Errors
 //
 // Every error the server answers comes back as a *store.Error whose Kind is

@@ -97,9 +97,7 @@ func (c *Client) StreamEvents(ctx context.Context, sessionID string) (*EventStre
 		cancel()
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	req.Header.Set("x-api-key", c.apiKey)
-	req.Header.Set("anthropic-beta", BetaHeader)
-	req.Header.Set("user-agent", c.ua)
+	c.setProtocol(req.Header, path)
 	req.Header.Set("accept", "text/event-stream")
 	// The server answers with its headers at once; one that doesn't
 	// within the timeout is as good as gone.

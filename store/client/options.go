@@ -25,8 +25,9 @@ type Options struct {
 	// BaseURL is the server's root, e.g. http://127.0.0.1:8080 (required).
 	// Request paths (/v1/...) are appended to it, after any path it has.
 	BaseURL string
-	// APIKey is sent as x-api-key on every request (required): an admin
-	// key, or a session token.
+	// APIKey is the credential (required): an admin key, an environment
+	// key or a session token. Every kind is sent as Authorization: Bearer,
+	// as the official SDK sends each (protocol.go).
 	APIKey string
 	// HTTPClient sends the requests (default: a pooled client of
 	// github.com/hashicorp/go-cleanhttp). Its Transport is wrapped to
@@ -44,7 +45,8 @@ type Options struct {
 	// whole response (default 30 s). A change-feed long poll gets its wait
 	// on top.
 	Timeout time.Duration
-	// UserAgent is sent as User-Agent (default "memfs-client").
+	// UserAgent is sent as User-Agent (default "memfs-client"): memfs's
+	// own, never the SDK's.
 	UserAgent string
 	// Logger receives one debug line per attempt and retry (default: no
 	// logging). Errors are returned, not logged.

@@ -174,6 +174,7 @@ func TestAccessLogAuthStorm(t *testing.T) {
 		for i := 0; i < n; i++ {
 			req := httptest.NewRequest("GET", "/v1/memory_stores", nil)
 			req.RemoteAddr = addr
+			setProtocol(req)
 			rec := httptest.NewRecorder()
 			s.srv.ServeHTTP(rec, req)
 			if rec.Code != http.StatusUnauthorized {

@@ -54,15 +54,38 @@ func NewKey(prefix string) string {
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// credential extracts the key from x-api-key or Authorization: Bearer.
-func credential(r *http.Request) string {
-	if k := r.Header.Get("x-api-key"); k != "" {
-		return k
-	}
+// credential extracts the key from Authorization: Bearer or x-api-key,
+// and says which header carried it. Two different keys are refused: which
+// one the caller meant is a guess.
+func credential(r *http.Request) (key string, apiKeyHeader bool, err error) {
+	var bearer string
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:])
+		bearer = strings.TrimSpace(a[7:])
 	}
-	return ""
+	xkey := r.Header.Get("x-api-key")
+	switch {
+	case bearer != "" && xkey != "" && bearer != xkey:
+		return "", false, store.Errorf(store.ErrUnauthorized, "two different credentials: send one, as Authorization: Bearer (or an admin key as x-api-key)")
+	case bearer != "":
+		return bearer, false, nil
+	case xkey != "":
+		return xkey, true, nil
+	}
+	return "", false, store.Errorf(store.ErrUnauthorized, "missing credential: send Authorization: Bearer KEY (an admin key may also come as x-api-key)")
+}
+
+// bearerOnly refuses an environment key or a session token that came as
+// x-api-key: the hosted API takes only API keys there, and the official
+// worker sends both as Authorization: Bearer.
+func bearerOnly(kind string, apiKeyHeader bool) error {
+	if !apiKeyHeader || kind == store.KeyKindAdmin {
+		return nil
+	}
+	what := "an environment key"
+	if kind == store.KeyKindSession {
+		what = "a session token"
+	}
+	return store.Errorf(store.ErrUnauthorized, "%s is sent as Authorization: Bearer, not as x-api-key", what)
 }
 
 // authenticate finds the request's principal; a success also marks its
@@ -77,16 +100,22 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 }
 
 func (s *Server) principalOf(r *http.Request) (*principal, error) {
-	key := credential(r)
-	if key == "" {
-		return nil, store.Errorf(store.ErrUnauthorized, "missing credential: send x-api-key or Authorization: Bearer")
+	key, apiKeyHeader, err := credential(r)
+	if err != nil {
+		return nil, err
 	}
 	hash := HashKey(key)
 	if p := s.keys.get(hash); p != nil {
+		if err := bearerOnly(p.kind, apiKeyHeader); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 	k, err := s.b.LookupAPIKey(r.Context(), hash)
 	if err != nil {
+		return nil, err
+	}
+	if err := bearerOnly(k.Kind, apiKeyHeader); err != nil {
 		return nil, err
 	}
 	p := &principal{kind: k.Kind, keyID: k.ID}

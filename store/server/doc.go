@@ -7,9 +7,16 @@
 // place (errors.go) from the store package's typed errors. 4xx answers that
 // a retry can't fix carry x-should-retry: false; 503 carries retry-after.
 //
-// Authentication (auth.go) accepts x-api-key or Authorization: Bearer and
-// looks keys up by their SHA-256 hash; keys are random 256-bit values, so a
-// plain hash is the right storage (no salt or slow hash is needed).
+// The protocol headers (protocol.go) are checked first, as the hosted
+// API checks them: anthropic-version on every routed request and the
+// route family's anthropic-beta, else 400 invalid_request_error naming
+// the header.
+//
+// Authentication (auth.go) accepts an admin key as Authorization: Bearer
+// or x-api-key, an environment key or a session token only as
+// Authorization: Bearer (as the hosted API and the official worker do),
+// and looks keys up by their SHA-256 hash; keys are random 256-bit values,
+// so a plain hash is the right storage (no salt or slow hash is needed).
 //
 // Logging (accesslog.go, authstorm.go): one access line per request at
 // info (method, route pattern, status, duration, bytes, actor kind and id,

@@ -44,6 +44,10 @@ func (s *Server) handleStream(pattern string, h streamFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rec := accessOf(r)
 		rec.route = route
+		if err := checkProtocol(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		p, err := s.authenticate(r)
 		if err != nil {
 			s.writeError(w, r, err)

@@ -64,6 +64,7 @@ func openStream(t *testing.T, base, sessionID string, hdr http.Header) *stream {
 		t.Fatal(err)
 	}
 	req.Header = hdr.Clone()
+	setProtocol(req)
 	headers := time.AfterFunc(streamBound, cancel)
 	resp, err := http.DefaultClient.Do(req)
 	if !headers.Stop() {
@@ -272,7 +273,8 @@ func TestEventsStreamSlowClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := fmt.Fprintf(conn, "GET %s/stream HTTP/1.1\r\nHost: memfs\r\nX-Api-Key: %s\r\n\r\n", eventsPath(sess.ID), testKey); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET %s/stream HTTP/1.1\r\nHost: memfs\r\nX-Api-Key: %s\r\nAnthropic-Version: %s\r\nAnthropic-Beta: %s\r\n\r\n",
+		eventsPath(sess.ID), testKey, store.APIVersion, store.BetaManagedAgents); err != nil {
 		t.Fatal(err)
 	}
 	// Read the headers, then nothing more.

@@ -154,6 +154,10 @@ func (s *Server) handleRoute(pattern string, longPoll bool, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rec := accessOf(r)
 		rec.route, rec.longPoll = route, longPoll
+		if err := checkProtocol(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		p, err := s.authenticate(r)
 		if err != nil {
 			s.writeError(w, r, err)

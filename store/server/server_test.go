@@ -147,6 +147,15 @@ func (s *testServer) requestWith(t *testing.T, method, path string, body any, hd
 	return r
 }
 
+// setProtocol sets the headers memfs serve requires, as the SDK sends
+// them: anthropic-version and the route family's anthropic-beta.
+func setProtocol(req *http.Request) {
+	req.Header.Set("anthropic-version", store.APIVersion)
+	if beta := store.BetaFor(req.URL.Path); beta != "" {
+		req.Header.Set("anthropic-beta", beta)
+	}
+}
+
 // send is request without a *testing.T, for goroutines.
 func (s *testServer) send(ctx context.Context, method, path string, body any, hdr http.Header) (response, error) {
 	var rd io.Reader
@@ -167,6 +176,9 @@ func (s *testServer) send(ctx context.Context, method, path string, body any, hd
 	if err != nil {
 		return response{}, err
 	}
+	// The protocol headers, as every SDK sends them; a test that wants
+	// one missing sets it to nil in hdr.
+	setProtocol(req)
 	for k, v := range hdr {
 		req.Header[k] = v
 	}

@@ -78,7 +78,7 @@ func (s *apiServer) do(ctx context.Context, method, path string, body any) (map[
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("x-api-key", benchKey)
+	setProtocol(req.Header, path, benchKey)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return nil, err

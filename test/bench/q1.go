@@ -197,7 +197,7 @@ func q1Run(ctx context.Context, bin, dsn string, rate int, cross bool) ([]float6
 		if err != nil {
 			return err
 		}
-		req.Header.Set("x-api-key", key)
+		setProtocol(req.Header, req.URL.Path, key)
 		if worker != "" {
 			req.Header.Set("Anthropic-Worker-ID", worker)
 		}

@@ -381,8 +381,8 @@ func dial(t *testing.T, addr string) net.Conn {
 // within timeout.
 func rawCreateStore(c net.Conn, key, name string, timeout time.Duration) (*http.Response, error) {
 	body := fmt.Sprintf(`{"name":%q}`, name)
-	req := "POST /v1/memory_stores HTTP/1.1\r\nHost: memfs\r\nx-api-key: " + key +
-		"\r\ncontent-type: application/json\r\ncontent-length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
+	req := "POST /v1/memory_stores HTTP/1.1\r\nHost: memfs\r\n" + RawAPIHeaders("/v1/memory_stores", key) +
+		"content-type: application/json\r\ncontent-length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
 	if _, err := io.WriteString(c, req); err != nil {
 		return nil, err
 	}

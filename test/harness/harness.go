@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memfs/memfs/store"
 )
 
 var (
@@ -246,4 +249,28 @@ func (s *Serve) Wait(ctx context.Context) (int, error) {
 // still unmounts cleanly.
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}
+
+// APIHeaders are the headers memfs serve requires of a request to path
+// (/v1/...) made with key, as the official SDK sends them: anthropic-version,
+// the route family's anthropic-beta and the key as Authorization: Bearer
+// (store/client sends the same). For tests that talk raw HTTP.
+func APIHeaders(path, key string) http.Header {
+	h := http.Header{}
+	h.Set("anthropic-version", store.APIVersion)
+	if beta := store.BetaFor(path); beta != "" {
+		h.Set("anthropic-beta", beta)
+	}
+	if key != "" {
+		h.Set("authorization", "Bearer "+key)
+	}
+	return h
+}
+
+// RawAPIHeaders is APIHeaders as header lines, each ending in CRLF, for
+// tests that write requests on a raw connection.
+func RawAPIHeaders(path, key string) string {
+	var b strings.Builder
+	APIHeaders(path, key).Write(&b) //nolint:errcheck // a strings.Builder does not fail
+	return b.String()
 }
