@@ -242,6 +242,16 @@ func TestProtocolMatchesSDK(t *testing.T) {
 				c.Beta.Environments.Archive(ctx, env, anthropic.BetaEnvironmentArchiveParams{})
 			},
 			func(c *client.Client) { c.EnqueueHealthcheck(ctx, env) }},
+		// Agents, with the admin key.
+		{"CreateAgent", protoAdminKey,
+			func(c anthropic.Client) { c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "a"}) },
+			func(c *client.Client) { c.CreateAgent(ctx, map[string]any{"name": "a"}) }},
+		{"GetAgent", protoAdminKey,
+			func(c anthropic.Client) { c.Beta.Agents.Get(ctx, "agent_1", anthropic.BetaAgentGetParams{}) },
+			func(c *client.Client) { c.GetAgent(ctx, "agent_1") }},
+		{"ListAgents", protoAdminKey,
+			func(c anthropic.Client) { c.Beta.Agents.List(ctx, anthropic.BetaAgentListParams{}) },
+			func(c *client.Client) { c.ListAgents(ctx, 0, "") }},
 		{"CreateSession", protoAdminKey,
 			func(c anthropic.Client) {
 				c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{EnvironmentID: env})
