@@ -20,12 +20,15 @@ import (
 // mount follows the store through its memory versions: it says so once
 // and in memfs status, an edit goes up, remote changes (a create, an
 // update, a delete made with the admin client) come down, and at idle it
-// sends at most one request per interval, over several intervals.
+// sends at most one request per interval, over several intervals, with
+// more memories than two pages of a listing hold.
 func TestMountFollowsVersionsWithoutFeed(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{}
-	for i := range 10 {
-		files[fmt.Sprintf("/m%02d.md", i)] = fmt.Sprintf("memory %d\n", i)
+	// More than two pages of a listing: listing every interval would
+	// cost three requests per interval.
+	for i := range 2*store.MaxListLimit + 10 {
+		files[fmt.Sprintf("/m%03d.md", i)] = fmt.Sprintf("memory %d\n", i)
 	}
 	e := newMtEnvWith(t, files, harness.ServeOptions{Args: []string{"--change-feed=false"}})
 	ctx := context.Background()
@@ -76,18 +79,18 @@ func TestMountFollowsVersionsWithoutFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	content := "changed remotely\n"
-	if _, err := e.cl.UpdateMemory(ctx, e.storeID, ids["/m01.md"], store.UpdateMemoryInput{Content: &content}); err != nil {
+	if _, err := e.cl.UpdateMemory(ctx, e.storeID, ids["/m001.md"], store.UpdateMemoryInput{Content: &content}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.cl.DeleteMemory(ctx, e.storeID, ids["/m02.md"], nil); err != nil {
+	if err := e.cl.DeleteMemory(ctx, e.storeID, ids["/m002.md"], nil); err != nil {
 		t.Fatal(err)
 	}
 	mtPoll(t, "the remote changes on the mount", func() (bool, string) {
 		r, err1 := os.ReadFile(filepath.Join(e.dir, "remote.md"))
-		u, err2 := os.ReadFile(filepath.Join(e.dir, "m01.md"))
-		_, err3 := os.Stat(filepath.Join(e.dir, "m02.md"))
+		u, err2 := os.ReadFile(filepath.Join(e.dir, "m001.md"))
+		_, err3 := os.Stat(filepath.Join(e.dir, "m002.md"))
 		ok := err1 == nil && string(r) == "remote\n" && err2 == nil && string(u) == content && os.IsNotExist(err3)
-		return ok, fmt.Sprintf("remote.md %q %v, m01.md %q %v, m02.md %v", r, err1, u, err2, err3)
+		return ok, fmt.Sprintf("remote.md %q %v, m001.md %q %v, m002.md %v", r, err1, u, err2, err3)
 	})
 	// Every file's content on the mount, so nothing is fetched at idle.
 	for p := range files {
