@@ -46,7 +46,7 @@ func TestMountFollowsVersionsWithoutFeed(t *testing.T) {
 	if got := stStatus(t, "--state-dir", e.stateDir).mount(t, e.dir).Sync.Follows; got != syncqueue.FollowsVersions {
 		t.Errorf("memfs status --json: follows %q, want %q", got, syncqueue.FollowsVersions)
 	}
-	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "follows     the memory versions created since the last one seen") {
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "follows     the versions created since the last one seen, every interval (no feed)") {
 		t.Errorf("memfs status does not say the mount follows the versions:\n%s", text)
 	}
 

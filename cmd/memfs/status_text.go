@@ -144,9 +144,9 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	case syncqueue.FollowsFeed:
 		field("follows", "the store's change feed")
 	case syncqueue.FollowsVersions:
-		field("follows", "the memory versions created since the last one seen, every interval (the server refused its change feed)")
+		field("follows", "the versions created since the last one seen, every interval (no feed)")
 	case syncqueue.FollowsListing:
-		field("follows", "listing the store every interval (the server refused its change feed and its memory versions)")
+		field("follows", "listing the store every interval (no feed, no versions)")
 	}
 	if s.Damaged != nil {
 		field("damaged", "%s unreadable in the journal at mount; copy kept at %s", humanBytes(s.Damaged.LostBytes), s.Damaged.KeptAt)
