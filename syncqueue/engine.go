@@ -21,6 +21,7 @@ import (
 type Store interface {
 	GetStore(ctx context.Context, storeID string) (*store.Store, error)
 	ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error)
+	ListVersions(ctx context.Context, storeID string, opts store.ListVersionsOptions) (store.Page[store.Version], error)
 	GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error)
 	Changes(ctx context.Context, storeID string, after int64, limit int, wait time.Duration) (store.ChangePage, error)
 	CreateMemory(ctx context.Context, storeID, path, content string) (*store.Memory, error)
@@ -192,9 +193,10 @@ type Engine struct {
 	// syncMu is held by the flusher and the overlay while they change the
 	// merge state, the journal or the tree for the store.
 	syncMu    sync.Mutex
-	ms        mergeState // GUARDED_BY(syncMu)
-	cursor    int64      // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
-	feed      bool       // following the feed: probed once at Open, false once it goes away. GUARDED_BY(syncMu) once started
+	ms        mergeState  // GUARDED_BY(syncMu)
+	cursor    int64       // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
+	follows   string      // Status.Follows: probed once at Open; feed or versions turn to listing once refused. GUARDED_BY(syncMu) once started
+	mark      versionMark // following the versions: how far (versions.go). Owned by the overlay once started
 	conflicts *ConflictLog
 	outage    outage
 	// remoteBlocked: a remote change waits on this host (localWait).
@@ -276,11 +278,16 @@ func (e *Engine) Open(ctx context.Context) error {
 	head, err := e.opts.Store.Changes(ctx, e.opts.StoreID, 0, 1, 0)
 	switch {
 	case err == nil:
-		e.cursor, e.feed = head.NextCursor, true
+		e.cursor, e.follows = head.NextCursor, FollowsFeed
 		e.log.Info("following the store through its change feed")
 	case errors.Is(err, store.ErrFeedUnsupported):
-		e.cursor, e.feed = 0, false
-		e.log.WithField("feed", err.Error()).Info("following the store by listing it every interval: the server refused its change feed")
+		// Without the feed, the memory versions (the hosted API has
+		// them): their head is taken before listing too.
+		e.cursor = 0
+		if err := e.probeVersions(ctx, err); err != nil {
+			e.closeJournal(ctx)
+			return err
+		}
 	default:
 		e.closeJournal(ctx)
 		return fmt.Errorf("read the change feed of %s: %w", e.opts.StoreID, err)

@@ -66,6 +66,8 @@ func mgKind(r *http.Request) string {
 	switch {
 	case len(segs) == 4 && segs[3] == "changes":
 		return "changes"
+	case len(segs) == 4 && segs[3] == "memory_versions":
+		return "versions"
 	case len(segs) == 4 && segs[3] == "memories" && r.Method == http.MethodGet:
 		return "list"
 	case len(segs) == 4 && segs[3] == "memories" && r.Method == http.MethodPost:

@@ -611,9 +611,20 @@ func TestMergeLostResponse(t *testing.T) {
 	}
 }
 
-// mgFeedNotFound makes the change feed answer 404 as a server without it
-// would (the server's envelope, not_found_error).
+// mgFeedNotFound makes the change feed and the memory versions answer 404
+// as a server without them would (the server's envelope,
+// not_found_error): the overlay lists the store.
 func mgFeedNotFound(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
+	if kind != "changes" && kind != "versions" {
+		return false
+	}
+	mgWriteError(w, http.StatusNotFound, "not_found_error", "Not found")
+	return true
+}
+
+// mgOnlyFeedNotFound makes the change feed alone answer 404: the overlay
+// follows the memory versions.
+func mgOnlyFeedNotFound(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
 	if kind != "changes" {
 		return false
 	}
@@ -621,8 +632,52 @@ func mgFeedNotFound(p *mgProxy, w http.ResponseWriter, r *http.Request, kind str
 	return true
 }
 
-// Against a server without the change feed, remote changes still arrive:
-// the overlay lists the store every interval.
+// Against a server without the change feed, the overlay follows the
+// memory versions: remote changes (an update, a create, a delete) arrive,
+// only the memories the versions name are fetched, and the store is not
+// listed again (its listing is the mount's, and the safety net's every 10
+// minutes).
+func TestOverlayVersionsFollow(t *testing.T) {
+	t.Parallel()
+	e := mgSetup(t, mgWith(map[string]string{"/same.md": "unchanged\n"}))
+	e.proxy.setFault(mgOnlyFeedNotFound)
+	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
+	e.waitContent()
+	if got := e.eng.Status().Follows; got != FollowsVersions {
+		t.Fatalf("follows %q, want %q", got, FollowsVersions)
+	}
+	listed := len(e.proxy.requests("list"))
+	e.remotePut("/a.md", "theirs a\n")
+	e.remoteDelete("/dir/c.md")
+	e.remotePut("/new.md", "theirs new\n")
+	start := time.Now()
+	for !func() bool {
+		a, _ := e.read("/a.md")
+		_, c := e.read("/dir/c.md")
+		n, _ := e.read("/new.md")
+		return a == "theirs a\n" && !c && n == "theirs new\n"
+	}() {
+		if time.Since(start) > 3*MinInterval {
+			t.Fatalf("remote changes did not arrive within %s through the versions", 3*MinInterval)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+	e.wantLocal("/same.md", "unchanged\n")
+	for _, g := range e.proxy.requests("get") {
+		if strings.Contains(g.url, e.ids["/same.md"]) {
+			t.Errorf("fetched %s: it did not change", g.url)
+		}
+	}
+	if n := len(e.proxy.requests("list")); n != listed {
+		t.Errorf("the store was listed %d more times while following the versions", n-listed)
+	}
+	if len(e.proxy.requests("versions")) == 0 {
+		t.Error("no versions listing")
+	}
+}
+
+// Against a server without the change feed and the memory versions,
+// remote changes still arrive: the overlay lists the store every interval.
 func TestOverlayListingFallback(t *testing.T) {
 	t.Parallel()
 	e := mgSetup(t, mgWith(map[string]string{"/same.md": "unchanged\n"}))

@@ -184,6 +184,11 @@ func (s watchedStore) ListMemories(ctx context.Context, storeID string, opts sto
 	return s.Store.ListMemories(ctx, storeID, opts)
 }
 
+func (s watchedStore) ListVersions(ctx context.Context, storeID string, opts store.ListVersionsOptions) (store.Page[store.Version], error) {
+	defer s.calls.begin("list memory versions", 0)()
+	return s.Store.ListVersions(ctx, storeID, opts)
+}
+
 func (s watchedStore) GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error) {
 	defer s.calls.begin("get memory", 0)()
 	return s.Store.GetMemory(ctx, storeID, memoryID)

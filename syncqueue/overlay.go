@@ -12,8 +12,10 @@ import (
 // commit. Against memfs serve it follows the store's change feed with long
 // polls, so a change made elsewhere shows within about a second whatever
 // the sync interval, at the cost of one idle request per PollWait. Against
-// a server without the feed it lists the store (basic view) every interval
-// and fetches only what changed. A cursor the server no longer keeps (410)
+// a server without the feed it follows the memory versions created since
+// the last one seen, every interval (versions.go), or, without those too,
+// lists the store (basic view) every interval and fetches only what
+// changed. A cursor the server no longer keeps (410)
 // means listing again, then following from the new head.
 
 // DefaultPollWait is how long one long poll waits for a change.
@@ -34,18 +36,50 @@ func overlayBackoff(interval time.Duration) backoff {
 // follow runs the overlay until ctx ends.
 func (e *Engine) follow(ctx context.Context) {
 	bo := overlayBackoff(e.opts.Interval)
-	var feed bool
-	e.locked(func() { feed = e.feed })
-	var lastList time.Time
+	var follows string
+	e.locked(func() { follows = e.follows })
+	// lastStep paces the steps without the feed: listing starts at
+	// once, the versions an interval after the mount's own listing.
+	var lastStep, lastList time.Time
+	if follows == FollowsVersions {
+		lastStep, lastList = time.Now(), time.Now()
+	}
+	needList := false
 	for ctx.Err() == nil {
-		if !feed {
-			if wait := e.opts.Interval - time.Since(lastList); wait > 0 {
+		if follows != FollowsFeed {
+			if wait := e.opts.Interval - time.Since(lastStep); wait > 0 {
 				if !sleepCtx(ctx, wait) {
 					return
 				}
 			}
-			lastList = time.Now()
-			e.report(e.reconcile(ctx, false))
+			lastStep = time.Now()
+			if follows == FollowsVersions && !needList && time.Since(lastList) < versionsSafetyNet {
+				next, err := e.applyVersions(ctx, e.mark)
+				switch {
+				case ctx.Err() != nil:
+					return
+				case err == nil:
+					e.mark = next
+				case versionsRefused(err):
+					e.log.WithField("versions", err.Error()).Info("following the store by listing it every interval: the server refused its memory versions")
+					e.locked(func() { e.follows = FollowsListing })
+					follows, lastStep = FollowsListing, time.Time{}
+					continue
+				default:
+					// Whatever was half applied, the next step
+					// lists the whole store.
+					needList = true
+				}
+				e.report(err)
+				continue
+			}
+			// The mark stays: the versions listed next begin before
+			// this listing, so nothing that commits meanwhile is missed.
+			err := e.reconcile(ctx, false)
+			if err == nil {
+				lastList, needList = lastStep, false
+			}
+			e.report(err)
 			continue
 		}
 		var cursor int64
@@ -68,8 +102,8 @@ func (e *Engine) follow(ctx context.Context) {
 			// credential it no longer covers): list from now on; a
 			// store that is gone is told by the listing.
 			e.log.WithField("feed", err.Error()).Info("following the store by listing it every interval: the server refused its change feed")
-			e.locked(func() { e.feed = false })
-			feed = false
+			e.locked(func() { e.follows = FollowsListing })
+			follows = FollowsListing
 			continue
 		case errors.Is(err, store.ErrGone):
 			e.log.Info("the change feed no longer holds this mount's cursor: listing the store again")

@@ -65,9 +65,12 @@ type Status struct {
 	// it would replace can't be kept yet.
 	RemoteBlocked bool `json:"remote_blocked,omitempty"`
 	// Follows is how the mount follows the store's changes, probed once at
-	// mount: "feed" (the change feed) or "listing" (the server refused the
-	// feed: the store is listed every interval). A feed refused later
-	// (a server restarted without it) turns it to listing for good.
+	// mount: "feed" (the change feed), "versions" (the server refused the
+	// feed: the versions created since the last one seen are listed every
+	// interval, the store itself every 10 minutes) or "listing" (the
+	// server refused both: the store is listed every interval). A feed or
+	// versions listing refused later (a server restarted without it)
+	// turns it to listing for good.
 	Follows string `json:"follows"`
 	// FeedCursor is how far the overlay has applied the store's change
 	// feed (0 without a feed): a change at or below it is on the mount.
@@ -76,8 +79,9 @@ type Status struct {
 
 // How a mount follows its store (Status.Follows).
 const (
-	FollowsFeed    = "feed"
-	FollowsListing = "listing"
+	FollowsFeed     = "feed"
+	FollowsVersions = "versions"
+	FollowsListing  = "listing"
 )
 
 // PendingChange is one change that has not reached the store.
@@ -112,12 +116,8 @@ type DamageStatus struct {
 func (e *Engine) Status() Status {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
-	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress(), Follows: FollowsListing}
-	e.locked(func() {
-		if e.feed {
-			s.Follows = FollowsFeed
-		}
-	})
+	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
+	e.locked(func() { s.Follows = e.follows })
 	lastErr, lastAt, down := e.outage.last()
 	s.Unreachable = down
 	if r := e.outage.refusal(); r != nil {

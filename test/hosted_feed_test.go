@@ -22,7 +22,7 @@ import (
 // only on the routes the official worker uses it on.
 
 // TestMountFeedRefusedFollowsByListing: a mount whose server refuses the
-// change feed with 400, 403, 405 or 501 mounts anyway, says once that it
+// change feed and the memory versions with 400, 403, 405 or 501 mounts anyway, says once that it
 // follows the store by listing it, memfs status (text and JSON) says
 // "listing", and a change made in the store shows on the mount.
 func TestMountFeedRefusedFollowsByListing(t *testing.T) {
@@ -32,6 +32,7 @@ func TestMountFeedRefusedFollowsByListing(t *testing.T) {
 			e := newMtEnv(t, map[string]string{"/a.md": "a\n"})
 			proxy := harness.NewRouteProxy(t, e.serve.URL)
 			proxy.Refuse(http.MethodGet, `/changes$`, status, "invalid_request_error", "no route for GET …/changes")
+			proxy.Refuse(http.MethodGet, `/memory_versions$`, status, "invalid_request_error", "no route for GET …/memory_versions")
 			m := harness.StartMount(t, harness.MountOptions{URL: proxy.URL, APIKey: e.serve.AdminKey, Store: e.storeID, Dir: e.dir,
 				StateDir: e.stateDir, Args: []string{"--memory-sync-interval", "5s"}})
 			line := m.WaitOutput(1, "following the store by listing it every interval", 10*time.Second)

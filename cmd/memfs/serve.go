@@ -31,6 +31,7 @@ type serveConfig struct {
 	memoryRoot                    string
 	maxMemories                   int
 	changeRetention               time.Duration
+	changeFeed                    bool
 	sqliteSync                    string
 	logFormat, logLevel           string
 	metricsListen                 string
@@ -104,6 +105,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of the mount paths given to sessions (env MEMFS_MEMORY_ROOT)")
 	fs.IntVar(&c.maxMemories, "max-memories-per-store", store.DefaultMaxMemories, fmt.Sprintf("memories one store may hold (1 to %d)", store.MaxMemoriesLimit))
 	fs.DurationVar(&c.changeRetention, "change-retention", 7*24*time.Hour, "how long the change feed keeps entries; older cursors get 410 and re-list")
+	fs.BoolVar(&c.changeFeed, "change-feed", true, "offer the change feed (a memfs extension); with --change-feed=false its route answers 404 as the hosted API does, and mounts follow their stores through the memory versions")
 	fs.StringVar(&c.sqliteSync, "sqlite-synchronous", "FULL", "SQLite synchronous mode: FULL (survives power loss) or NORMAL (survives process crashes)")
 	fs.IntVar(&c.maxConns, "max-connections", 0, fmt.Sprintf("client connections open at once (default: the open-file limit, RLIMIT_NOFILE, less %d for the database; a quarter is kept for clients that have authenticated)", server.ReservedFDs))
 	fs.IntVar(&c.maxConnsPerAddr, "max-connections-per-address", 0, "connections from one IP address that have not authenticated yet (default: an eighth of those not kept for authenticated clients, at most 1024)")
@@ -244,7 +246,7 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	if c.readTimeout <= 0 {
 		c.readTimeout = defaultReadTimeout
 	}
-	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics, BodyReadTimeout: c.readTimeout})
+	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics, BodyReadTimeout: c.readTimeout, NoChangeFeed: !c.changeFeed})
 	if err != nil {
 		return err
 	}

@@ -143,8 +143,10 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	switch s.Follows {
 	case syncqueue.FollowsFeed:
 		field("follows", "the store's change feed")
+	case syncqueue.FollowsVersions:
+		field("follows", "the versions created since the last one seen, every interval (no feed)")
 	case syncqueue.FollowsListing:
-		field("follows", "listing the store every interval (the server refused its change feed)")
+		field("follows", "listing the store every interval (no feed, no versions)")
 	}
 	if s.Damaged != nil {
 		field("damaged", "%s unreadable in the journal at mount; copy kept at %s", humanBytes(s.Damaged.LostBytes), s.Damaged.KeptAt)

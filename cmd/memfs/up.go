@@ -149,7 +149,7 @@ Flags:
 	served := make(chan error, 1)
 	go func() {
 		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot, ln: ln,
-			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, sqliteSync: "FULL", metrics: me.registerer()},
+			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, changeFeed: true, sqliteSync: "FULL", metrics: me.registerer()},
 			log, func(a string) { ready <- a })
 	}()
 	var addr string

@@ -55,6 +55,10 @@ type Options struct {
 	// wait long (work polls, the change feed, event streams) send no body,
 	// and the bound ends with the body.
 	BodyReadTimeout time.Duration
+	// NoChangeFeed turns the change feed (the memfs extension) off: its
+	// route then answers 404 as the hosted API does for a route it does not
+	// have, and mounts follow their stores through the memory versions.
+	NoChangeFeed bool
 }
 
 // Validate checks the options and fills in defaults.
@@ -257,8 +261,11 @@ func (s *Server) routes() {
 	s.handle("GET /v1/memory_stores/{store_id}/memory_versions", s.listVersions)
 	s.handle("GET /v1/memory_stores/{store_id}/memory_versions/{version_id}", s.getVersion)
 	s.handle("POST /v1/memory_stores/{store_id}/memory_versions/{version_id}/redact", s.redactVersion)
-	// The change feed (memfs extension).
-	s.handleLongPoll("GET /v1/memory_stores/{store_id}/changes", s.changes)
+	// The change feed (memfs extension), unless turned off: then the
+	// route is unknown (404 below), as on the hosted API.
+	if !s.opts.NoChangeFeed {
+		s.handleLongPoll("GET /v1/memory_stores/{store_id}/changes", s.changes)
+	}
 	// Environments, sessions and the work queue.
 	s.handle("POST /v1/environments", s.createEnvironment)
 	s.handle("GET /v1/environments", s.listEnvironments)

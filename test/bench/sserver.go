@@ -93,6 +93,8 @@ type sEnv struct {
 	key     string
 	counter *reqCounter
 	admin   *client.Client
+	db      *sqlstore.DB
+	log     logrus.FieldLogger
 	undo    cleanups
 }
 
@@ -114,11 +116,13 @@ func newSEnv(ctx context.Context) (_ *sEnv, err error) {
 		return nil, err
 	}
 	e.undo.add(db.Close)
+	e.db = db
 	if _, err := server.EnsureAdminKey(ctx, db, e.key, ""); err != nil {
 		return nil, err
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
+	e.log = log
 	srv, err := server.New(server.Options{Backend: db, Log: log})
 	if err != nil {
 		return nil, err
