@@ -73,13 +73,19 @@ func newWkEnv(t *testing.T) *wkEnv {
 // require FUSE (tests that need no mount use it with nil).
 func newWkEnvAt(t *testing.T, roots func(base string) (serveRoot, workerRoot string)) *wkEnv {
 	t.Helper()
+	return newWkEnvServe(t, roots)
+}
+
+// newWkEnvServe is newWkEnvAt with more flags for memfs serve.
+func newWkEnvServe(t *testing.T, roots func(base string) (serveRoot, workerRoot string), serveArgs ...string) *wkEnv {
+	t.Helper()
 	base := t.TempDir()
 	e := &wkEnv{t: t, base: base, root: filepath.Join(base, "mnt"), stateDir: filepath.Join(base, "state")}
 	serveRoot := e.root
 	if roots != nil {
 		serveRoot, e.root = roots(base)
 	}
-	e.serve = harness.StartServe(t, harness.ServeOptions{Args: []string{"--memory-root", serveRoot}})
+	e.serve = harness.StartServe(t, harness.ServeOptions{Args: append([]string{"--memory-root", serveRoot}, serveArgs...)})
 	admin, err := client.New(client.Options{BaseURL: e.serve.URL, APIKey: e.serve.AdminKey})
 	if err != nil {
 		t.Fatal(err)
