@@ -12,6 +12,15 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
+// newWkEnvHosted is newWkEnv against the hosted path: a strict memfs serve
+// (it always is) with the change feed off, so mounts follow their stores as
+// they do against the hosted API.
+func newWkEnvHosted(t *testing.T) *wkEnv {
+	t.Helper()
+	mtRequireFUSE(t)
+	return newWkEnvServe(t, nil, "--change-feed=false")
+}
+
 // TestWorkerFeedOff: the hosted path end to end. A worker runs a session
 // with two stores, one read-only, against a strict memfs serve with the
 // change feed off (--change-feed=false answers its route 404, as the
@@ -21,8 +30,7 @@ import (
 // with a final sync while the worker goes on; SIGTERM then exits 0.
 func TestWorkerFeedOff(t *testing.T) {
 	t.Parallel()
-	mtRequireFUSE(t)
-	e := newWkEnvServe(t, nil, "--change-feed=false")
+	e := newWkEnvHosted(t)
 	rw := e.newStore("notes", map[string]string{"/a.md": "a\n"})
 	ro := e.newStore("docs", map[string]string{"/b.md": "b\n"})
 	w := e.startWorker("--memory-sync-interval", "5s")

@@ -18,7 +18,8 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// TestToolsFileAndShell: the agent's file tools and shell work on the
+// TestToolsFileAndShell (on the hosted path: a strict memfs serve with the
+// feed off): the agent's file tools and shell work on the
 // session's mounts as the file tools' allowed roots: a write into the
 // read-write store succeeds (and, over an existing memory, keeps its id:
 // the write tool's temporary file is never uploaded); writes into the
@@ -30,7 +31,7 @@ import (
 // removed. A 60 s interval: only the final sync uploads.
 func TestToolsFileAndShell(t *testing.T) {
 	t.Parallel()
-	e := newWkEnv(t)
+	e := newWkEnvHosted(t) // the hosted path: feed off
 	rwFiles := map[string]string{"/todo.md": "- one\n", "/deep/a/b.md": "needle here\n", "/gone.md": "bye\n"}
 	roFiles := map[string]string{"/guide.md": "read me\n"}
 	rw := e.newStore("Notes", rwFiles)
@@ -407,13 +408,14 @@ func TestUpRunTools(t *testing.T) {
 	wkCheckGone(t, up.dir, workdir)
 }
 
-// TestSessionRunTools: memfs session --run-tools runs one claimed item's
+// TestSessionRunTools (on the hosted path: a strict memfs serve with the
+// feed off): memfs session --run-tools runs one claimed item's
 // tools like the worker: a tool call is answered, and the session going
 // idle past --max-idle ends it cleanly: the write is uploaded, the item
 // stopped, and memfs session exits 0.
 func TestSessionRunTools(t *testing.T) {
 	t.Parallel()
-	e := newWkEnv(t)
+	e := newWkEnvHosted(t) // the hosted path: feed off
 	st := e.newStore("One", map[string]string{"/n.md": "n1\n"})
 	sess := e.newSession(wkRW(st))
 	raw, _, _ := e.poll()
