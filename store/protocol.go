@@ -1,6 +1,9 @@
 package store
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // The protocol headers of the hosted API, as the official Go SDK
 // (github.com/anthropics/anthropic-sdk-go/v2 v2.15.0) sends them. The
@@ -29,6 +32,21 @@ const (
 	// lib/environments.ManagedAgentsBeta.
 	BetaManagedAgents = "managed-agents-2026-04-01"
 )
+
+// SetProtocol sets on h the headers a request to path (/v1/...) carries:
+// anthropic-version, the route family's anthropic-beta (BetaFor) and, when
+// key is not "", the key as Authorization: Bearer, whatever its kind, as
+// the SDK sends every credential. store/client sends them so; so does
+// every raw caller of memfs serve in the tests and benchmarks.
+func SetProtocol(h http.Header, path, key string) {
+	h.Set("anthropic-version", APIVersion)
+	if beta := BetaFor(path); beta != "" {
+		h.Set("anthropic-beta", beta)
+	}
+	if key != "" {
+		h.Set("authorization", "Bearer "+key)
+	}
+}
 
 // BetaFor is the anthropic-beta value the route at path (/v1/...) takes,
 // by route family; "" for a path outside every family.

@@ -21,10 +21,6 @@ import (
 //     environment key or a session token in x-api-key;
 //   - User-Agent: memfs's own.
 func (c *Client) setProtocol(h http.Header, path string) {
-	h.Set("anthropic-version", store.APIVersion)
-	if beta := store.BetaFor(path); beta != "" {
-		h.Set("anthropic-beta", beta)
-	}
-	h.Set("authorization", "Bearer "+c.apiKey)
+	store.SetProtocol(h, path, c.apiKey)
 	h.Set("user-agent", c.ua)
 }

@@ -150,10 +150,7 @@ func (s *testServer) requestWith(t *testing.T, method, path string, body any, hd
 // setProtocol sets the headers memfs serve requires, as the SDK sends
 // them: anthropic-version and the route family's anthropic-beta.
 func setProtocol(req *http.Request) {
-	req.Header.Set("anthropic-version", store.APIVersion)
-	if beta := store.BetaFor(req.URL.Path); beta != "" {
-		req.Header.Set("anthropic-beta", beta)
-	}
+	store.SetProtocol(req.Header, req.URL.Path, "")
 }
 
 // send is request without a *testing.T, for goroutines.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/server"
 	"github.com/memfs/memfs/store/sqlstore"
 )
@@ -78,7 +79,7 @@ func (s *apiServer) do(ctx context.Context, method, path string, body any) (map[
 	if err != nil {
 		return nil, err
 	}
-	setProtocol(req.Header, path, benchKey)
+	store.SetProtocol(req.Header, path, benchKey)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return nil, err

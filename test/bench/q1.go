@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/memfs/memfs/store"
 )
 
 func init() {
@@ -197,7 +199,7 @@ func q1Run(ctx context.Context, bin, dsn string, rate int, cross bool) ([]float6
 		if err != nil {
 			return err
 		}
-		setProtocol(req.Header, req.URL.Path, key)
+		store.SetProtocol(req.Header, req.URL.Path, key)
 		if worker != "" {
 			req.Header.Set("Anthropic-Worker-ID", worker)
 		}

@@ -257,13 +257,7 @@ func childAttr() *syscall.SysProcAttr {
 // (store/client sends the same). For tests that talk raw HTTP.
 func APIHeaders(path, key string) http.Header {
 	h := http.Header{}
-	h.Set("anthropic-version", store.APIVersion)
-	if beta := store.BetaFor(path); beta != "" {
-		h.Set("anthropic-beta", beta)
-	}
-	if key != "" {
-		h.Set("authorization", "Bearer "+key)
-	}
+	store.SetProtocol(h, path, key)
 	return h
 }
 

@@ -82,7 +82,7 @@ type seeder struct {
 func (s *seeder) post(path string, body any) (map[string]any, error) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", s.base+path, bytes.NewReader(b))
-	setProtocol(req.Header, path, s.key)
+	store.SetProtocol(req.Header, path, s.key)
 	req.Header.Set("content-type", "application/json")
 	resp, err := s.hc.Do(req)
 	if err != nil {
@@ -100,16 +100,4 @@ func (s *seeder) post(path string, body any) (map[string]any, error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "scale:", err)
 	os.Exit(1)
-}
-
-// setProtocol sets the headers memfs serve requires of a request to path
-// made with key, as the official SDK (and store/client) send them:
-// anthropic-version, the route family's anthropic-beta and the key as
-// Authorization: Bearer.
-func setProtocol(h http.Header, path, key string) {
-	h.Set("anthropic-version", store.APIVersion)
-	if beta := store.BetaFor(path); beta != "" {
-		h.Set("anthropic-beta", beta)
-	}
-	h.Set("authorization", "Bearer "+key)
 }
