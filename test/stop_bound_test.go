@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,14 +53,7 @@ func TestWorkerStopTamperedMounts(t *testing.T) {
 		t.Fatalf("the bind mount over %s does not show %s: %q, %v", bDir, cover, got, err)
 	}
 
-	w.Signal(syscall.SIGTERM)
-	if code := w.Wait(worker.StopTimeout); code != 0 {
-		t.Fatalf("memfs worker exited %d after SIGTERM, want 0:\n%s", code, w.Output())
-	}
-	lines := w.Lines("something was mounted over the memory store's mount", wkField("store", b), wkField("cover", bDir))
-	if len(lines) != 1 || !strings.Contains(lines[0], "level=warning") {
-		t.Errorf("want one warning that the bind mount over %s was detached, got %q:\n%s", bDir, lines, w.Output())
-	}
+	sbStopWarnsOnce(t, w, fmt.Sprintf("one warning that the bind mount over %s was detached", bDir), "something was mounted over the memory store's mount", wkField("store", b), wkField("cover", bDir))
 	if errs := w.Lines("level=error"); len(errs) > 0 {
 		t.Errorf("the stop logged errors: %q", errs)
 	}
@@ -90,14 +84,7 @@ func TestWorkerStopBusyMount(t *testing.T) {
 	mtMustSh(t, dir, `printf 'a2\n' > a.md`)
 	sgHoldBusy(t, dir)
 
-	w.Signal(syscall.SIGTERM)
-	if code := w.Wait(worker.StopTimeout); code != 0 {
-		t.Fatalf("memfs worker exited %d after SIGTERM, want 0:\n%s", code, w.Output())
-	}
-	lines := w.Lines("detached lazily (MNT_DETACH)", wkField("store", a))
-	if len(lines) != 1 || !strings.Contains(lines[0], "level=warning") {
-		t.Errorf("want one warning that the busy mount was detached lazily, got %q:\n%s", lines, w.Output())
-	}
+	sbStopWarnsOnce(t, w, "one warning that the busy mount was detached lazily", "detached lazily (MNT_DETACH)", wkField("store", a))
 	e.checkStore(a, map[string]string{"/a.md": "a2\n"})
 	wkCheckGone(t, dir)
 }
@@ -137,14 +124,21 @@ func TestWorkerStopMountCopiedElsewhere(t *testing.T) {
 		t.Fatalf("unshare -m printed %q, %v", line, err)
 	}
 
+	sbStopWarnsOnce(t, w, "one warning that the connection outlived the unmount", "FUSE connection is still open after the unmount", wkField("store", a))
+	e.checkStore(a, map[string]string{"/a.md": "a2\n"})
+	wkCheckGone(t, dir)
+}
+
+// sbStopWarnsOnce sends w SIGTERM, wants exit 0 within the stop timeout
+// and exactly one warning line holding parts: what names it in the error.
+func sbStopWarnsOnce(t *testing.T, w *harness.Worker, what string, parts ...string) {
+	t.Helper()
 	w.Signal(syscall.SIGTERM)
 	if code := w.Wait(worker.StopTimeout); code != 0 {
 		t.Fatalf("memfs worker exited %d after SIGTERM, want 0:\n%s", code, w.Output())
 	}
-	lines := w.Lines("FUSE connection is still open after the unmount", wkField("store", a))
+	lines := w.Lines(parts...)
 	if len(lines) != 1 || !strings.Contains(lines[0], "level=warning") {
-		t.Errorf("want one warning that the connection outlived the unmount, got %q:\n%s", lines, w.Output())
+		t.Errorf("want %s, got %q:\n%s", what, lines, w.Output())
 	}
-	e.checkStore(a, map[string]string{"/a.md": "a2\n"})
-	wkCheckGone(t, dir)
 }
