@@ -5,7 +5,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/memfs/memfs/store/sqlstore/sqltest"
 	"github.com/memfs/memfs/test/harness"
 )
 
@@ -16,20 +15,10 @@ import (
 // with the agent (by id, or by {type, id, version}) answers the full
 // agent, whose skills, tools and mcp_servers an SDK walks.
 func TestSDKAgentsCompat(t *testing.T) {
-	backends := []struct {
-		name string
-		db   func(testing.TB) string // the --db value
-	}{
-		{"sqlite", func(testing.TB) string { return "" }},
-		{"postgres", sqltest.Postgres},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: b.db(t)}))
-			c.testAgents(t)
-		})
-	}
+	onBothBackends(t, func(t *testing.T, db string) {
+		c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: db}))
+		c.testAgents(t)
+	})
 }
 
 func (c *compat) testAgents(t *testing.T) {

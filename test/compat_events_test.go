@@ -19,7 +19,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/respjson"
 	"github.com/anthropics/anthropic-sdk-go/v2/tools/agenttoolset"
 
-	"github.com/memfs/memfs/store/sqlstore/sqltest"
 	"github.com/memfs/memfs/test/harness"
 )
 
@@ -29,23 +28,13 @@ import (
 // EnvironmentWorker (memory enabled) end to end, with the agent's events
 // posted by the admin key as a self-hosted agent loop would.
 func TestSDKEventsCompat(t *testing.T) {
-	backends := []struct {
-		name string
-		db   func(testing.TB) string // the --db value
-	}{
-		{"sqlite", func(testing.TB) string { return "" }},
-		{"postgres", sqltest.Postgres},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			root := t.TempDir() // the EnvironmentWorker downloads stores to their mount paths
-			c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: b.db(t), Args: []string{"--memory-root", root}}))
-			t.Run("ListSendStream", c.ceTestListSendStream)
-			t.Run("ToolRunner", c.ceTestToolRunner)
-			t.Run("EnvironmentWorker", func(t *testing.T) { c.ceTestEnvironmentWorker(t, root) })
-		})
-	}
+	onBothBackends(t, func(t *testing.T, db string) {
+		root := t.TempDir() // the EnvironmentWorker downloads stores to their mount paths
+		c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: db, Args: []string{"--memory-root", root}}))
+		t.Run("ListSendStream", c.ceTestListSendStream)
+		t.Run("ToolRunner", c.ceTestToolRunner)
+		t.Run("EnvironmentWorker", func(t *testing.T) { c.ceTestEnvironmentWorker(t, root) })
+	})
 }
 
 // ceBound bounds each wait for something the server or the SDK should do

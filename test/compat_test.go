@@ -33,26 +33,16 @@ import (
 // expects, every response must parse into the SDK's types with every
 // field present, and no 4xx may be retried by the SDK.
 func TestSDKCompat(t *testing.T) {
-	backends := []struct {
-		name string
-		db   func(testing.TB) string // the --db value
-	}{
-		{"sqlite", func(testing.TB) string { return "" }},
-		{"postgres", sqltest.Postgres},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: b.db(t)}))
-			// StoreList runs first: it expects an empty server.
-			t.Run("StoreList", c.testStoreList)
-			t.Run("Stores", c.testStores)
-			t.Run("Memories", c.testMemories)
-			t.Run("MemoryList", c.testMemoryList)
-			t.Run("Versions", c.testVersions)
-			t.Run("Errors", c.testErrors)
-		})
-	}
+	onBothBackends(t, func(t *testing.T, db string) {
+		c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: db}))
+		// StoreList runs first: it expects an empty server.
+		t.Run("StoreList", c.testStoreList)
+		t.Run("Stores", c.testStores)
+		t.Run("Memories", c.testMemories)
+		t.Run("MemoryList", c.testMemoryList)
+		t.Run("Versions", c.testVersions)
+		t.Run("Errors", c.testErrors)
+	})
 }
 
 // compat is one server with an SDK client in front of it. The client
@@ -65,6 +55,23 @@ type compat struct {
 
 	mu    sync.Mutex
 	count int // GUARDED_BY(mu)
+}
+
+// onBothBackends runs run, in parallel subtests, on SQLite and on
+// PostgreSQL: db is the --db value of each.
+func onBothBackends(t *testing.T, run func(t *testing.T, db string)) {
+	for _, b := range []struct {
+		name string
+		db   func(testing.TB) string
+	}{
+		{"sqlite", func(testing.TB) string { return "" }},
+		{"postgres", sqltest.Postgres},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			run(t, b.db(t))
+		})
+	}
 }
 
 func newCompat(t *testing.T, s *harness.Serve) *compat {

@@ -17,7 +17,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/lib/environments"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
-	"github.com/memfs/memfs/store/sqlstore/sqltest"
 	"github.com/memfs/memfs/test/harness"
 )
 
@@ -27,23 +26,13 @@ import (
 // parse into the SDK's types with every field present, and every error
 // must be the one the SDK's worker branches on, sent once.
 func TestSDKWorkCompat(t *testing.T) {
-	backends := []struct {
-		name string
-		db   func(testing.TB) string // the --db value
-	}{
-		{"sqlite", func(testing.TB) string { return "" }},
-		{"postgres", sqltest.Postgres},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: b.db(t)}))
-			t.Run("Environments", c.cwTestEnvironments)
-			t.Run("Sessions", c.cwTestSessions)
-			t.Run("Work", c.cwTestWork)
-			t.Run("WorkPoller", c.cwTestWorkPoller)
-		})
-	}
+	onBothBackends(t, func(t *testing.T, db string) {
+		c := newCompat(t, harness.StartServe(t, harness.ServeOptions{DB: db}))
+		t.Run("Environments", c.cwTestEnvironments)
+		t.Run("Sessions", c.cwTestSessions)
+		t.Run("Work", c.cwTestWork)
+		t.Run("WorkPoller", c.cwTestWorkPoller)
+	})
 }
 
 // cwExtras checks that the response v (a pointer to an SDK type) carries
