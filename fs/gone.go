@@ -42,7 +42,7 @@ func (m *Mount) Gone() <-chan struct{} {
 			closeGone()
 		}()
 		go func() {
-			if watchTable(m.Dir, m.ended) {
+			if watchTable(m.left, m.ended) {
 				closeGone()
 			}
 		}()
@@ -50,11 +50,18 @@ func (m *Mount) Gone() <-chan struct{} {
 	return m.gone.ch
 }
 
-// watchTable waits until dir is no longer a mount point (true) or ended
-// is closed (false). If the mount table can't be watched it waits for
+// left reports whether this mount has left the mount table, by its id (a
+// mount made since at the same path, a bind mount say, is not it).
+func (m *Mount) left() bool {
+	p, err := m.place()
+	return err == nil && p.gone
+}
+
+// watchTable waits, looking again at every change of the mount table,
+// until left reports true (true) or ended is closed (false). If the mount table can't be watched it waits for
 // ended alone: the server's end still reports every unmount but the lazy
 // detach of a busy mount.
-func watchTable(dir string, ended <-chan struct{}) bool {
+func watchTable(left func() bool, ended <-chan struct{}) bool {
 	// A raw descriptor, not an os.File: Go registers the files it opens
 	// with its own epoll when they can be polled, as this one can, and
 	// the runtime's epoll_wait then consumes the table's change event
@@ -70,7 +77,7 @@ func watchTable(dir string, ended <-chan struct{}) bool {
 	for {
 		// Looked at after opening the file and after every wake-up, so a
 		// change between the two is never missed.
-		if mounted, err := IsMounted(dir); err == nil && !mounted {
+		if left() {
 			return true
 		}
 		for {

@@ -139,3 +139,55 @@ func mountsAt(t *testing.T, dir string) []string {
 	}
 	return at
 }
+
+// TestGoneByID: the gone watch knows the mount by its id, not by its
+// path. A bind mount over it leaves it in place; detached from outside
+// while a directory in it is held open (so its FUSE server goes on) and
+// another mount made at the same path, it has gone, though the path is a
+// mount point still: the table watch alone can tell, and does.
+func TestGoneByID(t *testing.T) {
+	needFUSE(t)
+	tr, _ := newTestTree(t, Options{StoreID: mountStoreID})
+	dir := t.TempDir()
+	m, err := MountTree(dir, tr, MountOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck // a failed test's leftovers
+		unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+	})
+	held, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	gone := m.Gone()
+	src := t.TempDir()
+	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount over the mount: %v", err)
+	}
+	if m.left() {
+		t.Fatal("a bind mount over the mount made it count as gone")
+	}
+	if err := unix.Unmount(dir, 0); err != nil { // the cover
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil { // ours
+		t.Fatal(err)
+	}
+	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount at the path: %v", err)
+	}
+	if mounted, err := IsMounted(dir); err != nil || !mounted {
+		t.Fatalf("IsMounted(%s) = %v, %v after the bind mount", dir, mounted, err)
+	}
+	if !m.left() {
+		t.Fatal("the mount, unmounted from outside, counts as there while another mount stands at its path")
+	}
+	select {
+	case <-gone:
+	case <-time.After(unmountHang):
+		t.Fatalf("Gone did not report the unmount within %s", unmountHang)
+	}
+}
