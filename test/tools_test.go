@@ -425,7 +425,7 @@ func TestSessionRunTools(t *testing.T) {
 	}
 	work := wkWriteFile(t, t.TempDir(), "work.json", b, 0o600)
 	p := harness.StartProc(t, harness.ProcOptions{}, "session", "--api-url", e.serve.URL, "--memory-root", e.root,
-		"--state-dir", e.stateDir, "--memory-sync-interval", "60s", "--work-json", work, "--run-tools", "--max-idle", "1s")
+		"--state-dir", e.stateDir, "--memory-sync-interval", "60s", "--work-json", work, "--run-tools", "--tools-user", tlToolsUser, "--max-idle", "1s")
 	t.Cleanup(func() { harness.DetachUnder(e.root) })
 	p.WaitOutput(1, wkStartTimeout, "running the session's tools", sess.ID)
 	dir := sess.Resources[0].MountPath
