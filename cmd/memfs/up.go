@@ -7,8 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/user"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"time"
 
