@@ -285,8 +285,9 @@ func TestToolsTwoSessions(t *testing.T) {
 
 // TestToolsShellHoldsNoKey: the agent's shell gets the allow-list of the
 // worker's environment plus --tool-env and --tool-env-file, and no memfs
-// or Anthropic key: not in its environment, not in the worker's
-// /proc/<pid>/environ or command line (the worker wipes them once read).
+// or Anthropic key: not in its environment; its parent is the sandbox's
+// tool runner, whose /proc/<pid>/environ it cannot read (the runner is
+// non-dumpable), and the worker is not in its PID namespace at all.
 func TestToolsShellHoldsNoKey(t *testing.T) {
 	t.Parallel()
 	e := newWkEnv(t)
@@ -301,9 +302,12 @@ func TestToolsShellHoldsNoKey(t *testing.T) {
 		"--memory-sync-interval", "5s", "--tool-env", "GIT_AUTHOR_NAME=The Agent", "--tool-env-file", envFile)
 	sess := e.newSession(wkRW(st))
 	e.waitRunning(w, sess)
-	out := e.mustTool(sess.ID, "bash", bash(`echo "ppid=$PPID"; env; echo ---; tr '\0' '\n' < /proc/$PPID/environ; echo ---; tr '\0' ' ' < /proc/$PPID/cmdline`))
-	if !strings.Contains(out, "ppid="+strconv.Itoa(w.Pid())+"\n") {
-		t.Fatalf("the shell's parent is not the worker (pid %d):\n%s", w.Pid(), out)
+	out := e.mustTool(sess.ID, "bash", bash(`echo "ppid=$PPID"; env; echo ---; tr '\0' '\n' < /proc/$PPID/environ; echo ---; tr '\0' ' ' < /proc/$PPID/cmdline; echo; ls /proc/`+strconv.Itoa(w.Pid())+` 2>&1; true`))
+	if !strings.Contains(out, "/run/memfs/memfs __tools-runner") || !strings.Contains(out, "environ: Permission denied") {
+		t.Errorf("the shell's parent is not the sandbox's tool runner, or its environ is readable:\n%s", out)
+	}
+	if !strings.Contains(out, "ls: cannot access '/proc/"+strconv.Itoa(w.Pid())+"'") {
+		t.Errorf("the worker (pid %d) is in the shell's PID namespace:\n%s", w.Pid(), out)
 	}
 	shellEnv, _, _ := strings.Cut(strings.SplitN(out, "\n", 2)[1], "---")
 	for _, want := range []string{"\nGIT_AUTHOR_NAME=The Agent\n", "\nFROM_FILE=file value\n", "\nLANG=C.UTF-8\n", "\nPATH="} {
