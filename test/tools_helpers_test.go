@@ -242,6 +242,7 @@ func tlWaitFor(t *testing.T, what string, timeout time.Duration, cond func() boo
 // polls.
 func (e *wkEnv) startToolsWorker(env []string, args ...string) *harness.Worker {
 	e.t.Helper()
+	requireTool(e.t, "bwrap") // the agent's sandbox
 	opts := harness.WorkerOptions{URL: e.serve.URL, EnvironmentID: e.envID, EnvironmentKey: e.envKey, MemoryRoot: e.root, StateDir: e.stateDir}
 	argv := append([]string{"worker", "--api-url", opts.URL, "--environment-id", opts.EnvironmentID,
 		"--memory-root", opts.MemoryRoot, "--state-dir", opts.StateDir, "--run-tools", "--tools-user", tlToolsUser}, args...)

@@ -18,7 +18,6 @@ import (
 // test, saying which.
 func TestToolsSandboxProbes(t *testing.T) {
 	t.Parallel()
-	requireTool(t, "bwrap")
 	e := newWkEnv(t)
 	rw := e.newStore("Alpha", map[string]string{"/a.md": "alpha\n"})
 	ro := e.newStore("Reference", map[string]string{"/guide.md": "read me\n"})
@@ -121,7 +120,6 @@ func TestToolsSandboxProbes(t *testing.T) {
 // tool runner still answers (through the worker's proxy).
 func TestToolsNetworkNone(t *testing.T) {
 	t.Parallel()
-	requireTool(t, "bwrap")
 	e := newWkEnv(t)
 	st := e.newStore("Net", map[string]string{"/n.md": "n\n"})
 	w := e.startToolsWorker(nil, "--memory-sync-interval", "5s", "--tools-network", "none")

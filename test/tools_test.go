@@ -354,6 +354,13 @@ func TestToolsBadFlags(t *testing.T) {
 		{[]string{"--run-tools", "--tool-env", "ANTHROPIC_API_KEY=x"}, "ANTHROPIC_API_KEY is a memfs or Anthropic credential"},
 		{[]string{"--run-tools", "--tool-env-file", filepath.Join(dir, "missing.env")}, "--tool-env-file"},
 		{[]string{"--run-tools", "--tool-env-file", credFile}, credFile + ":2: MEMFS_ENVIRONMENT_KEY is a memfs or Anthropic credential"},
+		{[]string{"--tools-user", "nobody"}, "--tools-user only works with --run-tools"},
+		{[]string{"--tools-network", "none"}, "--tools-network only works with --run-tools"},
+		{[]string{"--run-tools", "--tools-network", "wifi"}, `"wifi" is not host or none`},
+		{[]string{"--run-tools", "--tools-user", "no-such-user-memfs"}, `--tools-user: no user "no-such-user-memfs"`},
+		// The memory root is root's (or not there yet): the tools would run
+		// as root.
+		{[]string{"--run-tools"}, "the agent's tools would run as root: give --tools-user USER"},
 	} {
 		for _, cmd := range []string{"worker", "session"} {
 			args := append([]string{cmd}, base...)
@@ -381,6 +388,7 @@ func TestToolsBadFlags(t *testing.T) {
 func TestUpRunTools(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
+	requireTool(t, "bwrap")
 	up := startUp(t, "--memory-sync-interval", "5s", "--run-tools")
 	// The banner is printed in one write but read line by line: wait for
 	// the line wanted, not for the banner's first one.
@@ -420,6 +428,7 @@ func TestUpRunTools(t *testing.T) {
 func TestSessionRunTools(t *testing.T) {
 	t.Parallel()
 	e := newWkEnvHosted(t) // the hosted path: feed off
+	requireTool(t, "bwrap")
 	st := e.newStore("One", map[string]string{"/n.md": "n1\n"})
 	sess := e.newSession(wkRW(st))
 	raw, _, _ := e.poll()
