@@ -75,7 +75,6 @@ func startAPIProxy(target, sessionID, token string, uid, gid uint32, transport h
 		},
 		Transport:     transport,
 		FlushInterval: -1, // the event stream goes through as it comes
-		ErrorLog:      nil,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {
 				log.WithError(err).WithField("route", r.Method+" "+r.URL.Path).Warn("the tools' API proxy could not reach the API")

@@ -171,6 +171,8 @@ func (s *Session) startTools(sess *store.Session, token string, mounts []*storeM
 	}
 	env := maps.Clone(opts.Env)
 	env["HOME"], env["TMPDIR"] = workdir, "/tmp"
+	delete(env, "USER")
+	delete(env, "LOGNAME")
 	if opts.User.Name != "" {
 		env["USER"], env["LOGNAME"] = opts.User.Name, opts.User.Name
 	}
