@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestToolsSandboxProbes: the attacks of issue 20, repeated as tool calls
@@ -143,4 +144,41 @@ func TestToolsNetworkNone(t *testing.T) {
 // (with perl, which Debian always has: bash can't speak to a unix socket).
 func apiGet(path string) string {
 	return `perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => "/run/memfs/api.sock") or die "connect: $!\n"; print $s "GET ` + path + ` HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"; print while <$s>'`
+}
+
+// TestToolsSandboxDiesWithWorker: kill -9 of the worker ends its
+// sessions' sandboxes, and everything the agent started in them (a
+// background sleep, here): nothing the model ran outlives the worker that
+// serves its mounts.
+func TestToolsSandboxDiesWithWorker(t *testing.T) {
+	t.Parallel()
+	e := newWkEnv(t)
+	st := e.newStore("Orphans", nil)
+	w := e.startToolsWorker(nil, "--memory-sync-interval", "5s")
+	sess := e.newSession(wkRW(st))
+	e.waitRunning(w, sess)
+	marker := "sleep-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	// exec -a names the sleep uniquely, so the test finds it on the host.
+	e.mustTool(sess.ID, "bash", bash("(exec -a "+marker+" sleep 1000) > /dev/null 2>&1 & echo started"))
+	found := func() []int { return tlProcessesNamed(marker) }
+	tlWaitFor(t, "the agent's background sleep", wkQuickTimeout, func() bool { return len(found()) == 1 })
+	w.Kill()
+	tlWaitFor(t, "the agent's processes to end with the worker", wkQuickTimeout, func() bool { return len(found()) == 0 })
+}
+
+// tlProcessesNamed lists the pids whose argv[0] is name.
+func tlProcessesNamed(name string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if err == nil && strings.HasPrefix(string(b), name+"\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
