@@ -20,10 +20,11 @@ is_root=false
 # gcc/libc6-dev are needed by `go test -race` (cgo); systemd brings
 # systemd-analyze, which verifies the unit files in deploy/systemd (it runs
 # without systemd as PID 1; deploy's tests fail under CI=true without it);
-# strace injects syscall faults (test/journal_fault_test.go, test/up_fail_test.go).
+# strace injects syscall faults (test/journal_fault_test.go, test/up_fail_test.go);
+# bubblewrap makes the agent's sandbox (--run-tools; test/tools_*_test.go).
 if $is_root && command -v apt-get >/dev/null 2>&1; then
     missing=()
-    for pkg in postgresql fuse3 gcc libc6-dev systemd strace; do
+    for pkg in postgresql fuse3 gcc libc6-dev systemd strace bubblewrap; do
         if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
             missing+=("$pkg")
         fi

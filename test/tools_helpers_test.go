@@ -22,6 +22,9 @@ import (
 // documented stand-in for it), and read the user.tool_result events the
 // runner posts back with the session token.
 
+// tlToolsUser is who the tests' tools run as (the worker runs as root).
+const tlToolsUser = "nobody"
+
 // Deadlines: bounds on waiting, never expected durations.
 const (
 	tlResultTimeout = 30 * time.Second // a tool call answered (the runner streams the log)
@@ -239,15 +242,19 @@ func tlWaitFor(t *testing.T, what string, timeout time.Duration, cond func() boo
 // polls.
 func (e *wkEnv) startToolsWorker(env []string, args ...string) *harness.Worker {
 	e.t.Helper()
+	requireTool(e.t, "bwrap") // the agent's sandbox
 	opts := harness.WorkerOptions{URL: e.serve.URL, EnvironmentID: e.envID, EnvironmentKey: e.envKey, MemoryRoot: e.root, StateDir: e.stateDir}
 	argv := append([]string{"worker", "--api-url", opts.URL, "--environment-id", opts.EnvironmentID,
-		"--memory-root", opts.MemoryRoot, "--state-dir", opts.StateDir, "--run-tools"}, args...)
+		"--memory-root", opts.MemoryRoot, "--state-dir", opts.StateDir, "--run-tools", "--tools-user", tlToolsUser}, args...)
 	w := &harness.Worker{Proc: harness.StartProc(e.t, harness.ProcOptions{Env: append([]string{"MEMFS_ENVIRONMENT_KEY=" + e.envKey}, env...)}, argv...), Opts: opts}
 	e.t.Cleanup(func() {
 		if w.Running() {
 			w.Kill()
 		}
 		harness.DetachUnder(opts.MemoryRoot)
+		if e.t.Failed() {
+			e.t.Logf("the worker's output:\n%s", w.Output())
+		}
 	})
 	w.WaitOutput(1, 60*time.Second, "worker polling for work")
 	return w

@@ -285,8 +285,9 @@ func TestToolsTwoSessions(t *testing.T) {
 
 // TestToolsShellHoldsNoKey: the agent's shell gets the allow-list of the
 // worker's environment plus --tool-env and --tool-env-file, and no memfs
-// or Anthropic key: not in its environment, not in the worker's
-// /proc/<pid>/environ or command line (the worker wipes them once read).
+// or Anthropic key: not in its environment; its parent is the sandbox's
+// tool runner, whose /proc/<pid>/environ it cannot read (the runner is
+// non-dumpable), and the worker is not in its PID namespace at all.
 func TestToolsShellHoldsNoKey(t *testing.T) {
 	t.Parallel()
 	e := newWkEnv(t)
@@ -301,9 +302,12 @@ func TestToolsShellHoldsNoKey(t *testing.T) {
 		"--memory-sync-interval", "5s", "--tool-env", "GIT_AUTHOR_NAME=The Agent", "--tool-env-file", envFile)
 	sess := e.newSession(wkRW(st))
 	e.waitRunning(w, sess)
-	out := e.mustTool(sess.ID, "bash", bash(`echo "ppid=$PPID"; env; echo ---; tr '\0' '\n' < /proc/$PPID/environ; echo ---; tr '\0' ' ' < /proc/$PPID/cmdline`))
-	if !strings.Contains(out, "ppid="+strconv.Itoa(w.Pid())+"\n") {
-		t.Fatalf("the shell's parent is not the worker (pid %d):\n%s", w.Pid(), out)
+	out := e.mustTool(sess.ID, "bash", bash(`echo "ppid=$PPID"; env; echo ---; tr '\0' '\n' < /proc/$PPID/environ; echo ---; tr '\0' ' ' < /proc/$PPID/cmdline; echo; ls /proc/`+strconv.Itoa(w.Pid())+` 2>&1; true`))
+	if !strings.Contains(out, "/run/memfs/memfs __tools-runner") || !strings.Contains(out, "environ: Permission denied") {
+		t.Errorf("the shell's parent is not the sandbox's tool runner, or its environ is readable:\n%s", out)
+	}
+	if !strings.Contains(out, "ls: cannot access '/proc/"+strconv.Itoa(w.Pid())+"'") {
+		t.Errorf("the worker (pid %d) is in the shell's PID namespace:\n%s", w.Pid(), out)
 	}
 	shellEnv, _, _ := strings.Cut(strings.SplitN(out, "\n", 2)[1], "---")
 	for _, want := range []string{"\nGIT_AUTHOR_NAME=The Agent\n", "\nFROM_FILE=file value\n", "\nLANG=C.UTF-8\n", "\nPATH="} {
@@ -350,6 +354,13 @@ func TestToolsBadFlags(t *testing.T) {
 		{[]string{"--run-tools", "--tool-env", "ANTHROPIC_API_KEY=x"}, "ANTHROPIC_API_KEY is a memfs or Anthropic credential"},
 		{[]string{"--run-tools", "--tool-env-file", filepath.Join(dir, "missing.env")}, "--tool-env-file"},
 		{[]string{"--run-tools", "--tool-env-file", credFile}, credFile + ":2: MEMFS_ENVIRONMENT_KEY is a memfs or Anthropic credential"},
+		{[]string{"--tools-user", "nobody"}, "--tools-user only works with --run-tools"},
+		{[]string{"--tools-network", "none"}, "--tools-network only works with --run-tools"},
+		{[]string{"--run-tools", "--tools-network", "wifi"}, `"wifi" is not host or none`},
+		{[]string{"--run-tools", "--tools-user", "no-such-user-memfs"}, `--tools-user: no user "no-such-user-memfs"`},
+		// The memory root is root's (or not there yet): the tools would run
+		// as root.
+		{[]string{"--run-tools"}, "the agent's tools would run as root: give --tools-user USER"},
 	} {
 		for _, cmd := range []string{"worker", "session"} {
 			args := append([]string{cmd}, base...)
@@ -377,6 +388,7 @@ func TestToolsBadFlags(t *testing.T) {
 func TestUpRunTools(t *testing.T) {
 	t.Parallel()
 	mtRequireFUSE(t)
+	requireTool(t, "bwrap")
 	up := startUp(t, "--memory-sync-interval", "5s", "--run-tools")
 	// The banner is printed in one write but read line by line: wait for
 	// the line wanted, not for the banner's first one.
@@ -416,6 +428,7 @@ func TestUpRunTools(t *testing.T) {
 func TestSessionRunTools(t *testing.T) {
 	t.Parallel()
 	e := newWkEnvHosted(t) // the hosted path: feed off
+	requireTool(t, "bwrap")
 	st := e.newStore("One", map[string]string{"/n.md": "n1\n"})
 	sess := e.newSession(wkRW(st))
 	raw, _, _ := e.poll()
@@ -425,7 +438,7 @@ func TestSessionRunTools(t *testing.T) {
 	}
 	work := wkWriteFile(t, t.TempDir(), "work.json", b, 0o600)
 	p := harness.StartProc(t, harness.ProcOptions{}, "session", "--api-url", e.serve.URL, "--memory-root", e.root,
-		"--state-dir", e.stateDir, "--memory-sync-interval", "60s", "--work-json", work, "--run-tools", "--max-idle", "1s")
+		"--state-dir", e.stateDir, "--memory-sync-interval", "60s", "--work-json", work, "--run-tools", "--tools-user", tlToolsUser, "--max-idle", "1s")
 	t.Cleanup(func() { harness.DetachUnder(e.root) })
 	p.WaitOutput(1, wkStartTimeout, "running the session's tools", sess.ID)
 	dir := sess.Resources[0].MountPath

@@ -27,10 +27,10 @@ import (
 //     then neither read its /proc/<pid>/environ or memory nor ptrace it,
 //     and no core dump holds the keys.
 //
-// Nothing here stops root: a tool shell running as root (the SDK's bash
-// tool runs as the worker's user, and the worker mounts as root) can read
-// the key files themselves. Keep the agent's sandbox around the worker, not
-// inside it, when the agent must not reach the environment key.
+// The agent's tools no longer run in this process or as its children:
+// they run in a sandbox of their own, as another user, in another PID
+// namespace (sandbox.go), where neither this process nor the key files
+// exist. This is defence in depth for everything else the worker starts.
 //
 // It returns the names it hid; an error says what could not be done (the
 // variables are unset in any case).

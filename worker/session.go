@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -172,7 +171,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	log.WithField("stores", len(mounts)).Info("session running")
 	var tools *toolRun
 	if s.cfg.Tools != nil {
-		if tools, err = s.startTools(sess, cmp.Or(token, s.cfg.EnvironmentKey), mounts, resources, log); err != nil {
+		if tools, err = s.startTools(sess, token, mounts, resources, log); err != nil {
 			log.WithError(err).Error("session failed: its tools could not start")
 			s.teardown(abort, mounts, false)
 			stop()

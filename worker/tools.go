@@ -1,18 +1,23 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
-	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/anthropics/anthropic-sdk-go/v2/tools/agenttoolset"
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/fs"
@@ -23,23 +28,28 @@ import (
 // stores are mounted, the official SDK's session tool runner executes the
 // agent's tool calls (bash, read, write, edit, glob, grep of
 // agent_toolset_20260401) in a work directory of the session's own, and
-// posts their results to the session, authenticated with the work item's
-// session token. The lease stays memfs's: the runner never heartbeats.
+// posts their results to the session. The runner runs in a sandbox of the
+// session's own, as an unprivileged user (sandbox.go, toolsrunner.go),
+// and reaches the API only through the worker's proxy, which adds the work
+// item's session token (apiproxy.go). The lease stays memfs's: the runner
+// never heartbeats.
 //
 // The runner's end decides the session's ending (Session.Run): the session
-// terminated or idle past MaxIdle is a clean end; the runner failing is an
-// error end (writes only, the item stopped, Run returns the error); the
-// session ending first for another reason (a lost lease, the heartbeat's
-// stopping, a shutdown) cancels the runner. In every case the runner is
-// closed, its tools too (the shell killed), before the final sync, so nothing
-// the agent started still writes to the mounts while they are taken down.
+// terminated or idle past MaxIdle is a clean end; the runner failing (or
+// its sandbox ending without it) is an error end (writes only, the item
+// stopped, Run returns the error); the session ending first for another
+// reason (a lost lease, the heartbeat's stopping, a shutdown) stops the
+// runner. In every case the sandbox has ended, every process in it with
+// it, before the final sync, so nothing the agent started still writes to
+// the mounts while they are taken down.
 
 // ToolsOptions configure running the session's tools. A nil *ToolsOptions
 // in Config runs none (the worker only mounts).
 type ToolsOptions struct {
 	// WorkRoot is the parent of the sessions' work directories: a session
-	// works in WorkRoot/<session id>, 0700, created at its start (sessions
-	// run concurrently, each in its own). Default: <state dir>/work.
+	// works in WorkRoot/<session id>, 0700 and owned by User, created at
+	// its start (sessions run concurrently, each in its own). Default:
+	// <state dir>/work.
 	//
 	// A work directory lives as long as its session: it is removed once
 	// the session has terminated (seen at its clean end, or when a work
@@ -53,14 +63,31 @@ type ToolsOptions struct {
 	// default, anthropic.DefaultMaxIdle (60 s); zero or less: never.
 	MaxIdle *time.Duration
 	// Env is the agent's shell environment, exactly (see ToolEnv). Default:
-	// ToolEnv(os.Environ(), nil).
+	// ToolEnv(os.Environ(), nil). HOME is the work directory and TMPDIR
+	// /tmp, the sandbox's own.
 	Env map[string]string
 	// MaxFileBytes caps what the read and edit tools load
 	// (agenttoolset.AgentToolContext.MaxFileBytes; 0: the SDK's 256 KiB).
 	MaxFileBytes int64
+	// User is who the tools run as (--tools-user). Root only with
+	// AllowRoot. A worker that is not root runs them as itself.
+	User      ToolsUser
+	AllowRoot bool
+	// Network is NetworkHost (the default) or NetworkNone.
+	Network string
+	// Bwrap is the bubblewrap binary (default: bwrap on PATH).
+	Bwrap string
+	// Hide are files the sandbox masks even under its read-only system
+	// trees (the key files the worker was given).
+	Hide []string
+	// Transport carries the sandbox's API requests from the proxy to the
+	// API (default: a clone of http.DefaultTransport).
+	Transport http.RoundTripper
+
+	bwrap, setpriv, exe string // found by validate
 }
 
-// validate fills in the defaults.
+// validate fills in the defaults and finds the sandbox's tools.
 func (o *ToolsOptions) validate(stateDir string) error {
 	if o.WorkRoot == "" {
 		o.WorkRoot = filepath.Join(stateDir, "work")
@@ -78,15 +105,40 @@ func (o *ToolsOptions) validate(stateDir string) error {
 			return fmt.Errorf("%s is a memfs or Anthropic credential; it is never given to the agent's shell", k)
 		}
 	}
+	switch o.Network {
+	case "":
+		o.Network = NetworkHost
+	case NetworkHost, NetworkNone:
+	default:
+		return fmt.Errorf("the tools' network must be host or none, not %q", o.Network)
+	}
+	euid := uint32(os.Geteuid())
+	switch {
+	case euid != 0 && o.User.UID != euid:
+		return fmt.Errorf("a worker that is not root runs the agent's tools as its own user (uid %d), not as %s", euid, o.User)
+	case o.User.UID == 0 && !o.AllowRoot:
+		return errors.New("the agent's tools would run as root: give --tools-user USER, an unprivileged user (the default is the owner of --memory-root), or --tools-user root to allow it")
+	}
+	if o.bwrap, o.setpriv, err = findSandboxTools(o.Bwrap); err != nil {
+		return err
+	}
+	if o.exe, err = os.Executable(); err != nil {
+		return fmt.Errorf("the agent's sandbox runs this binary, which could not be found: %w", err)
+	}
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
 	return nil
 }
 
-// toolRun is the tool runner of one session, run by its own goroutine.
+// toolRun is the sandboxed tool runner of one session.
 type toolRun struct {
 	workdir string
-	cancel  context.CancelFunc
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	askOnce sync.Once
 	res     chan toolResult // the runner's end, once (capacity 1)
-	done    chan struct{}   // closed once the runner and its tools are closed
+	done    chan struct{}   // closed once the sandbox and everything in it ended
 }
 
 // toolResult is how the runner ended.
@@ -95,40 +147,238 @@ type toolResult struct {
 	err    error // with EndError
 }
 
+// stopGrace is how long a runner asked to stop has before its sandbox is
+// killed (the SDK closes the shell at once).
+const stopGrace = 5 * time.Second
+
 // startTools makes the session's work directory and starts its tool
-// runner, authenticated with cred (the session token, else the
-// environment key), with the mounts as the file tools' allowed roots and
-// the read-only ones as read-only roots.
-func (s *Session) startTools(sess *store.Session, cred string, mounts []*storeMount, rs []store.SessionResource, log logrus.FieldLogger) (*toolRun, error) {
+// runner in a sandbox of its own (sandbox.go), with the mounts as the file
+// tools' allowed roots and the read-only ones as read-only roots. The
+// runner reaches the API through a proxy that adds token, the session's
+// (never the environment key).
+func (s *Session) startTools(sess *store.Session, token string, mounts []*storeMount, rs []store.SessionResource, log logrus.FieldLogger) (*toolRun, error) {
 	opts := s.cfg.Tools
-	workdir := filepath.Join(opts.WorkRoot, sess.ID)
-	if err := os.MkdirAll(opts.WorkRoot, 0o700); err != nil {
-		return nil, fmt.Errorf("create the work directory: %w", err)
+	if token == "" {
+		return nil, errors.New("the work item carried no sessions token, and the agent's tools are never given the environment key")
 	}
-	if err := os.Mkdir(workdir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("create the work directory: %w", err)
+	workdir := filepath.Join(opts.WorkRoot, sess.ID)
+	if err := makeWorkdir(opts.WorkRoot, workdir, opts.User); err != nil {
+		return nil, err
 	}
 	readOnly := map[string]bool{}
 	for _, r := range rs {
 		readOnly[r.MemoryStoreID] = r.Access == store.AccessReadOnly
 	}
-	tc := &agenttoolset.AgentToolContext{Workdir: workdir, Env: opts.Env, MaxFileBytes: opts.MaxFileBytes}
+	env := maps.Clone(opts.Env)
+	env["HOME"], env["TMPDIR"] = workdir, "/tmp"
+	delete(env, "USER")
+	delete(env, "LOGNAME")
+	if opts.User.Name != "" {
+		env["USER"], env["LOGNAME"] = opts.User.Name, opts.User.Name
+	}
+	rawSess, err := json.Marshal(sess)
+	if err != nil {
+		return nil, err
+	}
+	cfg := runnerConfig{SessionID: sess.ID, Session: rawSess, Workdir: workdir, Env: env, MaxIdle: opts.MaxIdle,
+		MaxFileBytes: opts.MaxFileBytes, AllowRoot: opts.AllowRoot, LogLevel: logLevel(log).String()}
+	spec := sandboxSpec{Bwrap: opts.bwrap, Setpriv: opts.setpriv, Exe: opts.exe, Workdir: workdir, Network: opts.Network,
+		User: opts.User, Privileged: os.Geteuid() == 0, Hide: opts.Hide}
 	for _, m := range mounts {
-		tc.AllowedRoots = append(tc.AllowedRoots, m.path)
+		cfg.AllowedRoots = append(cfg.AllowedRoots, m.path)
+		spec.Mounts = append(spec.Mounts, sandboxMount{Path: m.path, ReadOnly: readOnly[m.storeID]})
 		if readOnly[m.storeID] {
-			tc.ReadOnlyRoots = append(tc.ReadOnlyRoots, m.path)
+			cfg.ReadOnlyRoots = append(cfg.ReadOnlyRoots, m.path)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t := &toolRun{workdir: workdir, cancel: cancel, res: make(chan toolResult, 1), done: make(chan struct{})}
+	spec.Host = statPaths(append(append(slices.Clone(systemDirs), etcSecrets...), opts.Hide...))
 	log = log.WithField("workdir", workdir)
-	go func() {
-		defer close(t.done)
-		t.res <- s.runTools(ctx, sess, cred, tc, log)
-	}()
-	log.WithFields(logrus.Fields{"allowed_roots": strings.Join(tc.AllowedRoots, ":"), "read_only_roots": strings.Join(tc.ReadOnlyRoots, ":")}).
+	proxy, err := startAPIProxy(s.cfg.APIURL, sess.ID, token, opts.User.UID, opts.User.GID, opts.Transport, log)
+	if err != nil {
+		return nil, err
+	}
+	spec.Socket = proxy.sock
+	t, err := startSandbox(bwrapArgs(spec), cfg, proxy, log)
+	if err != nil {
+		proxy.close()
+		return nil, err
+	}
+	t.workdir = workdir
+	log.WithFields(logrus.Fields{"allowed_roots": strings.Join(cfg.AllowedRoots, ":"), "read_only_roots": strings.Join(cfg.ReadOnlyRoots, ":"),
+		"tools_user": opts.User.String(), "tools_network": opts.Network}).
 		Info("running the session's tools")
 	return t, nil
+}
+
+// makeWorkdir creates a session's work directory, owned by the tools user
+// and 0700, in a work root of root's (0700: only the sandbox, which binds
+// the work directory itself, reaches in).
+func makeWorkdir(root, dir string, u ToolsUser) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("create the work directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create the work directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the work directory: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("the work directory %s is not a directory", dir)
+	}
+	if err := errors.Join(os.Lchown(dir, int(u.UID), int(u.GID)), os.Chmod(dir, 0o700)); err != nil {
+		return fmt.Errorf("give the work directory to %s: %w", u, err)
+	}
+	return nil
+}
+
+// logLevel is the level log writes at (info when unknown).
+func logLevel(log logrus.FieldLogger) logrus.Level {
+	switch l := log.(type) {
+	case *logrus.Logger:
+		return l.GetLevel()
+	case *logrus.Entry:
+		return l.Logger.GetLevel()
+	}
+	return logrus.InfoLevel
+}
+
+// startSandbox starts argv (bwrap), hands the runner cfg, and relays what
+// it logs until it ends.
+func startSandbox(argv []string, cfg runnerConfig, proxy *apiProxy, log logrus.FieldLogger) (*toolRun, error) {
+	line, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{}
+	// The sandbox dies with the worker, even by kill -9: bwrap is killed,
+	// and with it the sandbox's PID namespace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	t := &toolRun{cmd: cmd, res: make(chan toolResult, 1), done: make(chan struct{})}
+	if t.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the agent's sandbox: %w", err)
+	}
+	if _, err := t.stdin.Write(append(line, '\n')); err != nil {
+		cmd.Process.Kill() //nolint:errcheck
+		cmd.Wait()         //nolint:errcheck
+		return nil, fmt.Errorf("start the agent's sandbox: %w", err)
+	}
+	var end runnerEnd
+	var lastErr string
+	relayed := make(chan struct{}, 2)
+	go func() { end = relayRunner(stdout, log); relayed <- struct{}{} }()
+	go func() { lastErr = relaySandboxErrors(stderr, log); relayed <- struct{}{} }()
+	go func() {
+		defer close(t.done)
+		<-relayed
+		<-relayed
+		werr := cmd.Wait()
+		proxy.close()
+		t.res <- end.result(werr, lastErr)
+	}()
+	return t, nil
+}
+
+// runnerEnd is the end the runner reported ("" if none).
+type runnerEnd struct {
+	kind, err string
+}
+
+// result is the session's ending for a runner that reported end and
+// exited with werr (lastErr: the sandbox's last error line).
+func (e runnerEnd) result(werr error, lastErr string) toolResult {
+	switch e.kind {
+	case runnerEndClean:
+		return toolResult{ending: EndClean}
+	case runnerEndShutdown:
+		return toolResult{ending: EndShutdown}
+	case runnerEndError:
+		return toolResult{ending: EndError, err: fmt.Errorf("the session tool runner: %s", e.err)}
+	}
+	why := "it exited"
+	if werr != nil {
+		why = werr.Error()
+	}
+	if lastErr != "" {
+		why += ": " + lastErr
+	}
+	return toolResult{ending: EndError, err: fmt.Errorf("the agent's sandbox ended before its tool runner did (%s)", why)}
+}
+
+// Bounds on what the worker reads from the sandbox.
+const (
+	maxRelayLine   = 64 << 10
+	maxRelayFields = 32
+)
+
+// relayRunner logs the runner's JSON lines as the worker's own (its
+// level, message and fields, at most error), and returns the end it
+// reported. The lines are the sandbox's, so they are read with bounds and
+// a line that is not the runner's JSON is logged as text.
+func relayRunner(r io.Reader, log logrus.FieldLogger) runnerEnd {
+	var end runnerEnd
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, maxRelayLine)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				log.WithError(err).Warn("the agent's sandbox wrote a line too long; the rest of its output is dropped")
+				io.Copy(io.Discard, br) //nolint:errcheck
+			}
+			return end
+		}
+		var m map[string]any
+		if json.Unmarshal(line, &m) != nil {
+			log.WithField("line", strings.TrimSpace(string(line))).Info("the agent's sandbox wrote")
+			continue
+		}
+		msg, _ := m["msg"].(string)
+		lvl, lerr := logrus.ParseLevel(fmt.Sprint(m["level"]))
+		if lerr != nil || lvl < logrus.ErrorLevel {
+			lvl = logrus.InfoLevel
+		}
+		if k, ok := m[runnerEndField].(string); ok {
+			end = runnerEnd{kind: k, err: fmt.Sprint(m[logrus.ErrorKey])}
+		}
+		fields := logrus.Fields{}
+		for k, v := range m {
+			if k == "msg" || k == "level" || k == "time" || k == runnerEndField || len(fields) >= maxRelayFields {
+				continue
+			}
+			fields[k] = v
+		}
+		log.WithFields(fields).Log(lvl, msg)
+	}
+}
+
+// relaySandboxErrors logs what bwrap (or the runner, before its log is set
+// up) writes to stderr, and returns the last line.
+func relaySandboxErrors(r io.Reader, log logrus.FieldLogger) string {
+	var last string
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, maxRelayLine)
+		if err != nil {
+			io.Copy(io.Discard, br) //nolint:errcheck
+			return last
+		}
+		if last = strings.TrimSpace(string(line)); last != "" {
+			log.WithField("line", last).Warn("the agent's sandbox reported an error")
+		}
+	}
 }
 
 // result delivers the runner's end (never, for a session without tools).
@@ -139,86 +389,29 @@ func (t *toolRun) result() <-chan toolResult {
 	return t.res
 }
 
-// stop cancels the runner (when the session ended first) and waits until
-// it and its tools are closed (the agent's shell is gone), or ctx ends:
-// false then.
+// stop asks the runner to stop (when the session ended first), kills the
+// sandbox if it has not ended stopGrace later, and waits until everything
+// in it is gone (the agent's shell too), or ctx ends: false then.
 func (t *toolRun) stop(ctx context.Context) bool {
 	if t == nil {
 		return true
 	}
-	t.cancel()
-	select {
-	case <-t.done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// runTools sets up the agent's skills, runs the SDK's session tool runner
-// until it ends, and closes it, the tools and the skills.
-func (s *Session) runTools(ctx context.Context, sess *store.Session, cred string, tc *agenttoolset.AgentToolContext, log logrus.FieldLogger) toolResult {
-	slogger := newSlog(log)
-	// The runner's client talks to the store service only, with the item's
-	// credential only: nothing from the worker's environment (no
-	// ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY or profile).
-	client := anthropic.NewClient(option.WithoutEnvironmentDefaults(), option.WithBaseURL(s.cfg.APIURL), option.WithAuthToken(cred))
-	if ss, err := sdkSession(sess); err != nil {
-		log.WithError(err).Warn("the session's agent could not be read: its skills are not set up")
-	} else if err := tc.SetupSkillsFromSession(ctx, client, ss); err != nil {
-		log.WithError(err).Warn("setting up the agent's skills failed")
-	}
-	// Deferred in this order, run in reverse: the shell is killed, then the
-	// skills one session downloaded are removed, as the SDK's worker does.
-	defer func() {
-		if err := tc.Cleanup(); err != nil {
-			log.WithError(err).Warn("removing the agent's skills failed")
+	t.askOnce.Do(func() { t.stdin.Close() }) //nolint:errcheck
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	for {
+		select {
+		case <-t.done:
+			return true
+		case <-grace.C:
+			// bwrap's death ends the sandbox's PID namespace: every process
+			// in it is killed.
+			t.cmd.Process.Kill() //nolint:errcheck
+		case <-ctx.Done():
+			t.cmd.Process.Kill() //nolint:errcheck
+			return false
 		}
-	}()
-	tools := agenttoolset.BetaAgentToolset20260401(tc)
-	defer agenttoolset.CloseAll(tools)
-
-	runner := client.Beta.Sessions.Events.NewToolRunner(ctx, sess.ID, anthropic.SessionToolRunnerOptions{
-		Tools: tools, MaxIdle: s.cfg.Tools.MaxIdle, Logger: slogger,
-	})
-	for runner.Next() {
-		call := runner.Current()
-		log.WithFields(logrus.Fields{"tool": call.Name, "tool_use_id": call.ToolUseID, "is_error": call.IsError, "posted": call.Posted}).
-			Info("dispatched tool")
 	}
-	err := runner.Err()
-	runner.Close() //nolint:errcheck // documented to return nil
-	switch {
-	case errors.Is(err, anthropic.ErrSessionTerminated):
-		log.Info("the session terminated: its tool runner stopped")
-		return toolResult{ending: EndClean}
-	case errors.Is(err, anthropic.ErrIdleTimeout):
-		log.WithField("max_idle", s.cfg.Tools.MaxIdle).Info("the session stayed idle after its turn ended: its tool runner stopped")
-		return toolResult{ending: EndClean}
-	case ctx.Err() != nil:
-		// The session ended first (lease, heartbeat, shutdown): that
-		// ending stands; this result is not read.
-		return toolResult{ending: EndShutdown}
-	case err == nil:
-		err = errors.New("the session tool runner stopped without a reason")
-	}
-	log.WithError(err).Error("the session tool runner failed")
-	return toolResult{ending: EndError, err: fmt.Errorf("the session tool runner: %w", err)}
-}
-
-// sdkSession is the session as the SDK reads it (SetupSkillsFromSession
-// reads the agent's skills from it), converted from the copy the worker
-// already fetched: one fetch, so the mounts and the skills agree.
-func sdkSession(sess *store.Session) (*anthropic.BetaManagedAgentsSession, error) {
-	b, err := json.Marshal(sess)
-	if err != nil {
-		return nil, err
-	}
-	var out anthropic.BetaManagedAgentsSession
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // RemoveWorkdir removes the work directory of a session that has

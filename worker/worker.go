@@ -119,7 +119,12 @@ func (c *Config) Validate() error {
 		c.Metrics = nopMetrics{}
 	}
 	if c.Tools != nil {
-		return c.Tools.validate(c.StateDir)
+		if err := c.Tools.validate(c.StateDir); err != nil {
+			return err
+		}
+		if c.Tools.User.UID == 0 {
+			c.Log.Warn("the agent's tools run as root (--tools-user root): in their sandbox, but with root's rights on everything bound into it")
+		}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/memfs/memfs/worker"
 )
 
 // command is one subcommand: run gets the arguments after its name.
@@ -36,6 +38,11 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 func main() {
+	// The agent's tool runner, inside its sandbox (worker/sandbox.go):
+	// hidden, and before anything else reads the environment.
+	if len(os.Args) == 2 && os.Args[1] == worker.ToolsRunnerCommand {
+		os.Exit(worker.RunToolsRunner(os.Stdin, os.Stdout))
+	}
 	// The same binary is mount(8)'s helper when called as mount.memfs
 	// (a symlink in /sbin): see mounthelper.go.
 	if filepath.Base(os.Args[0]) == mountHelperName {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"time"
 
@@ -44,6 +45,7 @@ var demoMemories = map[string]string{
 func runUp(args []string) error {
 	var listen, dataDir, memoryRoot, metricsListen string
 	var runTools bool
+	var toolsUserArg string
 	var sf syncFlags
 	var of ownerFlags
 	fset := flag.NewFlagSet("up", flag.ContinueOnError)
@@ -78,7 +80,8 @@ Flags:
 	sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
 	of.add(fset, "you")
 	addMetricsFlag(fset, &metricsListen)
-	fset.BoolVar(&runTools, "run-tools", false, "also run the demo session's tools, as memfs worker --run-tools does (its work directory is <state dir>/work/<session id>; it never ends for being idle); the banner shows how to post a tool call as the agent would")
+	fset.BoolVar(&runTools, "run-tools", false, "also run the demo session's tools, as memfs worker --run-tools does, in a sandbox as an unprivileged user (its work directory is <state dir>/work/<session id>; it never ends for being idle); the banner shows how to post a tool call as the agent would")
+	fset.StringVar(&toolsUserArg, "tools-user", "", "with --run-tools: the user the demo's tools run as, who also owns its mount and work directory (default: nobody when run as root, else yourself)")
 	if err := parseFlags(fset, args); err != nil {
 		return err
 	}
@@ -108,6 +111,26 @@ Flags:
 	}
 	if !ownerGiven {
 		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
+	}
+	var toolsAs worker.ToolsUser
+	var toolsAsRoot bool
+	switch {
+	case toolsUserArg != "" && !runTools:
+		return usagef("--tools-user only works with --run-tools")
+	case runTools:
+		if toolsUserArg == "" && os.Geteuid() == 0 {
+			// Root runs the demo's tools as nobody, who owns its mount.
+			if _, err := user.Lookup("nobody"); err != nil {
+				return usagef("memfs up --run-tools runs the agent's tools as nobody, and this host has no user nobody: give --tools-user USER")
+			}
+			toolsUserArg = "nobody"
+		}
+		if toolsAs, toolsAsRoot, err = toolsUser(toolsUserArg, memoryRoot); err != nil {
+			return err
+		}
+		if !ownerGiven {
+			owner.UID, owner.GID = toolsAs.UID, toolsAs.GID
+		}
 	}
 	log, err := newLogger(sf.logFormat, sf.logLevel)
 	if err != nil {
@@ -187,7 +210,7 @@ Flags:
 	if runTools {
 		// The demo session waits for the person trying it: no idle end.
 		never := time.Duration(0)
-		tools = &worker.ToolsOptions{MaxIdle: &never}
+		tools = &worker.ToolsOptions{MaxIdle: &never, User: toolsAs, AllowRoot: toolsAsRoot}
 		hideCredentials(log)
 	}
 	// The demo session's end, as the worker reports it: before the mount,

@@ -79,8 +79,12 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {
 		return cfg, err
 	}
-	if cfg.Tools, err = f.tools.options(); err != nil {
+	if cfg.Tools, err = f.tools.options(f.memoryRoot); err != nil {
 		return cfg, err
+	}
+	if cfg.Tools != nil && !ownerGiven {
+		// The tools user owns the mounts, so the agent can work in them.
+		cfg.Owner.UID, cfg.Owner.GID, cfg.OwnerFromMemoryRoot = cfg.Tools.User.UID, cfg.Tools.User.GID, false
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("%v", err)
@@ -152,6 +156,7 @@ Flags:
 	}
 	cfg.EnvironmentID, cfg.EnvironmentKey = envID, envKey
 	if cfg.Tools != nil {
+		cfg.Tools.Hide = keyFiles(envKeyFlag.file, f.replayKey.file)
 		hideCredentials(log)
 	}
 	me, err := f.metrics("worker", &cfg)
@@ -227,6 +232,7 @@ Flags:
 	}
 	cfg.EnvironmentID = item.EnvironmentID
 	if cfg.Tools != nil {
+		cfg.Tools.Hide = keyFiles(secretFile, f.replayKey.file)
 		hideCredentials(log)
 	}
 	me, err := f.metrics("session", &cfg)
