@@ -202,7 +202,7 @@ wait:
 			ending, runErr = r.ending, r.err
 			break wait
 		case sm := <-gone:
-			s.endUnmounted(abort, sm)
+			s.endUnmounted(abort, sm, log)
 			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
 		}
 	}
@@ -345,10 +345,11 @@ func (s *Session) end(ctx context.Context, sm *storeMount, clean bool) {
 // was closed (the tree outlives the unmount), deletes stay in the journal
 // for the store's next mount on this host or memfs replay, like anything
 // the final sync could not upload; the directory is removed and the store
-// released. One warning says so, with what is left.
-func (s *Session) endUnmounted(ctx context.Context, sm *storeMount) {
+// released. One error line says so, with what is left: the agent lost a
+// store its session was given, which nothing in the worker did.
+func (s *Session) endUnmounted(ctx context.Context, sm *storeMount, log logrus.FieldLogger) {
 	s.end(ctx, sm, false)
 	left := sm.m.Left()
-	s.log.WithFields(logrus.Fields{"store": sm.storeID, "path": sm.path, "left": left.String()}).
-		Warn("a memory store was unmounted from outside the worker while its session runs: it had its final sync (writes only) and is let go; the session goes on without it")
+	log.WithFields(logrus.Fields{"store": sm.storeID, "path": sm.path, "left": left.String()}).
+		Error("a memory store was unmounted from outside the worker while its session runs: it had its final sync (writes only) and is let go; the session goes on without it")
 }

@@ -77,8 +77,11 @@ type MountStatus struct {
 	LastSyncAgeSeconds *float64 `json:"last_sync_age_seconds,omitempty"`
 	// Conflicts is how many local versions of this store the state dir's
 	// conflict log keeps (memfs conflicts list).
-	Conflicts int              `json:"conflicts"`
-	Sync      syncqueue.Status `json:"sync"`
+	Conflicts int `json:"conflicts"`
+	// Covered lists what is mounted over or inside the mount path, each
+	// with its error (covered.go); absent when nothing is.
+	Covered []MountCover     `json:"covered,omitempty"`
+	Sync    syncqueue.Status `json:"sync"`
 }
 
 // statusDir is where the sockets of a state dir live.
@@ -209,7 +212,11 @@ func (s *StatusServer) Status() ProcessStatus {
 	kernel := map[string]fs.MountInfo{}
 	if mis, err := fs.Mounts(); err == nil {
 		for _, mi := range mis {
-			kernel[mi.Dir] = mi
+			// The first memfs mount listed at a path: a mount stacked over
+			// it later (mount --bind) is not it.
+			if _, ok := kernel[mi.Dir]; !ok && mi.FSType == "fuse."+fs.FSType {
+				kernel[mi.Dir] = mi
+			}
 		}
 	}
 	conflicts := ConflictCounts(s.stateDir)
@@ -221,7 +228,7 @@ func (s *StatusServer) Status() ProcessStatus {
 			access = "read_only"
 		}
 		ms := MountStatus{Dir: m.Dir(), StoreID: st.StoreID, StoreName: st.StoreName, Access: access, MountLabels: l,
-			Conflicts: conflicts[st.StoreID], Sync: st}
+			Conflicts: conflicts[st.StoreID], Covered: mountCovers(m.Covered()), Sync: st}
 		if st.LastSync != nil {
 			age := now.Sub(*st.LastSync).Seconds()
 			ms.LastSyncAgeSeconds = &age
