@@ -42,8 +42,9 @@ type StatusServer struct {
 	started  time.Time
 	done     chan struct{}
 
-	mu     sync.Mutex
-	mounts map[*Mounted]MountLabels // GUARDED_BY(mu)
+	mu        sync.Mutex
+	mounts    map[*Mounted]MountLabels     // GUARDED_BY(mu)
+	unmounted map[*UnmountedStore]struct{} // GUARDED_BY(mu)
 }
 
 // MountLabels name what a mount belongs to, for status.
@@ -60,6 +61,24 @@ type ProcessStatus struct {
 	StateDir string        `json:"state_dir"`
 	Started  time.Time     `json:"started"`
 	Mounts   []MountStatus `json:"mounts"`
+	// Unmounted are the stores of running sessions that were unmounted
+	// from outside the process (umount): their sessions run on without
+	// them. Each is listed until its session ends.
+	Unmounted []UnmountedStore `json:"unmounted_from_outside,omitempty"`
+}
+
+// UnmountedStore is a store of a running session that someone unmounted
+// from outside the worker (Session.endUnmounted).
+type UnmountedStore struct {
+	Dir     string `json:"dir"`
+	StoreID string `json:"store_id"`
+	MountLabels
+	At time.Time `json:"at"`
+	// Left is what its final sync left in the journal ("nothing", or the
+	// changes and why).
+	Left string `json:"left"`
+	// Error says it in a sentence.
+	Error string `json:"error"`
 }
 
 // MountStatus is one mount of a process.
@@ -100,7 +119,8 @@ func StartStatusServer(stateDir string, log logrus.FieldLogger) (*StatusServer, 
 	if err != nil {
 		return nil, fmt.Errorf("status socket %s: %w", path, err)
 	}
-	s := &StatusServer{path: path, stateDir: stateDir, ln: ln, started: time.Now(), done: make(chan struct{}), mounts: map[*Mounted]MountLabels{}}
+	s := &StatusServer{path: path, stateDir: stateDir, ln: ln, started: time.Now(), done: make(chan struct{}),
+		mounts: map[*Mounted]MountLabels{}, unmounted: map[*UnmountedStore]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "application/json")
@@ -200,6 +220,23 @@ func (s *StatusServer) remove(m *Mounted) {
 	delete(s.mounts, m)
 }
 
+// addUnmounted lists u until the returned func is called (at the end of
+// its session).
+func (s *StatusServer) addUnmounted(u UnmountedStore) (forget func()) {
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &u
+	s.unmounted[p] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.unmounted, p)
+	}
+}
+
 // Status is this process's answer.
 func (s *StatusServer) Status() ProcessStatus {
 	ps := ProcessStatus{PID: os.Getpid(), Command: strings.Join(os.Args[:min(2, len(os.Args))], " "), StateDir: s.stateDir, Started: s.started}
@@ -208,7 +245,11 @@ func (s *StatusServer) Status() ProcessStatus {
 	for m, l := range s.mounts {
 		mounts[m] = l
 	}
+	for u := range s.unmounted {
+		ps.Unmounted = append(ps.Unmounted, *u)
+	}
 	s.mu.Unlock()
+	sort.Slice(ps.Unmounted, func(i, j int) bool { return ps.Unmounted[i].At.Before(ps.Unmounted[j].At) })
 	kernel := map[string]fs.MountInfo{}
 	if mis, err := fs.Mounts(); err == nil {
 		for _, mi := range mis {
