@@ -25,6 +25,10 @@ type Cover struct {
 	MountInfo
 	// ID is the cover's mount id in /proc/self/mountinfo.
 	ID int
+	// Root is the directory of its filesystem the cover shows: "/", or
+	// for a bind mount the directory bound (mount --bind /tmp/fake ...
+	// on /tmp's filesystem: /tmp/fake, or /fake if /tmp is a mount).
+	Root string
 	// Inside: the cover is mounted on a directory in the mount and hides
 	// that directory. Otherwise it is mounted at the mount path itself or
 	// at a directory above it, and hides the whole mount.
@@ -70,7 +74,7 @@ func coversOf(infos []*mountinfo.Info, me mountIdentity, dir string) (found bool
 		}
 		p := filepath.Clean(mi.Mountpoint)
 		at, inside, above := p == dir, isBelow(dir, p), isBelow(p, dir)
-		c := Cover{MountInfo: MountInfo{Dir: mi.Mountpoint, FSType: mi.FSType, Source: mi.Source, Options: mi.Options}, ID: mi.ID, Inside: inside}
+		c := Cover{MountInfo: MountInfo{Dir: mi.Mountpoint, FSType: mi.FSType, Source: mi.Source, Options: mi.Options}, ID: mi.ID, Root: mi.Root, Inside: inside}
 		switch {
 		case on[mi.Parent]:
 			on[mi.ID] = true

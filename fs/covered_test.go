@@ -114,7 +114,7 @@ func TestCoverFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, covers := coversOf(infos, mountIdentity{id: 40, major: 0, minor: 50}, "/mnt/memory/notes")
-	want := Cover{MountInfo: MountInfo{Dir: "/mnt/memory/notes", FSType: "ext4", Source: "/dev/sda1", Options: "rw,relatime"}, ID: 41, on: true}
+	want := Cover{MountInfo: MountInfo{Dir: "/mnt/memory/notes", FSType: "ext4", Source: "/dev/sda1", Options: "rw,relatime"}, ID: 41, Root: "/tmp/fake", on: true}
 	if len(covers) != 1 || covers[0] != want {
 		t.Errorf("covers = %+v, want [%+v]", covers, want)
 	}

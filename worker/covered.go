@@ -37,21 +37,38 @@ type MountCover struct {
 	MountPoint string `json:"mount_point"`
 	FSType     string `json:"fstype"`
 	Source     string `json:"source"`
+	// Root is the directory of the source's filesystem it shows ("/",
+	// or the directory a bind mount binds).
+	Root string `json:"root"`
 	// Error says it in a sentence (coverError).
 	Error string `json:"error"`
 }
 
+// What is the cover's type and source, as the error gives them:
+// "ext4 /dev/vda[/tmp/fake]".
+func (c MountCover) What() string { return c.FSType + " " + coverSource(c.Source, c.Root) }
+
 // coverError is what status and the log say of a cover.
 func coverError(c fs.Cover) string {
 	return fmt.Sprintf("something is mounted %s the store's mount path: %s (%s %s); the agent may see files that are not the store's",
-		c.Where(), c.Dir, c.FSType, c.Source)
+		c.Where(), c.Dir, c.FSType, coverSource(c.Source, c.Root))
+}
+
+// coverSource is a cover's source as findmnt writes it: with the
+// directory it shows in brackets when that is not its filesystem's root
+// (a bind mount: /dev/vda[/tmp/fake]).
+func coverSource(source, root string) string {
+	if root == "" || root == "/" {
+		return source
+	}
+	return source + "[" + root + "]"
 }
 
 // mountCovers is covers as status shows them (nil for none).
 func mountCovers(covers []fs.Cover) []MountCover {
 	var out []MountCover
 	for _, c := range covers {
-		out = append(out, MountCover{Where: c.Where(), MountPoint: c.Dir, FSType: c.FSType, Source: c.Source, Error: coverError(c)})
+		out = append(out, MountCover{Where: c.Where(), MountPoint: c.Dir, FSType: c.FSType, Source: c.Source, Root: c.Root, Error: coverError(c)})
 	}
 	return out
 }
@@ -100,5 +117,5 @@ func (r *coverReport) changed(now []fs.Cover) {
 }
 
 func (r *coverReport) fields(c fs.Cover) logrus.FieldLogger {
-	return r.log.WithFields(logrus.Fields{"cover": c.Dir, "cover_type": c.FSType, "cover_source": c.Source})
+	return r.log.WithFields(logrus.Fields{"cover": c.Dir, "cover_type": c.FSType, "cover_source": coverSource(c.Source, c.Root)})
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func testCover(id int, dir string, inside bool) fs.Cover {
-	return fs.Cover{MountInfo: fs.MountInfo{Dir: dir, FSType: "ext4", Source: "/dev/sda1"}, ID: id, Inside: inside}
+	return fs.Cover{MountInfo: fs.MountInfo{Dir: dir, FSType: "ext4", Source: "/dev/sda1"}, ID: id, Root: "/", Inside: inside}
 }
 
 // coverMetrics records Covered; coverReport calls nothing else of
@@ -30,6 +30,7 @@ func TestCoverReport(t *testing.T) {
 	cm := &coverMetrics{}
 	r := &coverReport{log: log.WithField("store", "memstore_a"), metrics: cm}
 	over := testCover(41, "/mnt/memory/notes", false)
+	over.Root = "/tmp/fake" // a bind mount
 	inside := testCover(42, "/mnt/memory/notes/sub", true)
 
 	r.changed([]fs.Cover{over})
@@ -42,7 +43,7 @@ func TestCoverReport(t *testing.T) {
 		got = append(got, e.Level.String()+": "+e.Message+" cover="+e.Data["cover"].(string))
 	}
 	want := []string{
-		"error: something is mounted over the store's mount path: /mnt/memory/notes (ext4 /dev/sda1); the agent may see files that are not the store's cover=/mnt/memory/notes",
+		"error: something is mounted over the store's mount path: /mnt/memory/notes (ext4 /dev/sda1[/tmp/fake]); the agent may see files that are not the store's cover=/mnt/memory/notes",
 		"error: something is mounted inside the store's mount path: /mnt/memory/notes/sub (ext4 /dev/sda1); the agent may see files that are not the store's cover=/mnt/memory/notes/sub",
 		"info: /mnt/memory/notes is no longer mounted over the store's mount path cover=/mnt/memory/notes",
 		"info: /mnt/memory/notes/sub is no longer mounted inside the store's mount path cover=/mnt/memory/notes/sub",
@@ -50,7 +51,7 @@ func TestCoverReport(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if e := hook.AllEntries()[0]; e.Data["store"] != "memstore_a" || e.Data["cover_type"] != "ext4" || e.Data["cover_source"] != "/dev/sda1" {
+	if e := hook.AllEntries()[0]; e.Data["store"] != "memstore_a" || e.Data["cover_type"] != "ext4" || e.Data["cover_source"] != "/dev/sda1[/tmp/fake]" {
 		t.Errorf("the error line's fields: %v", e.Data)
 	}
 	if got := cm.n; len(got) != 4 || got[0] != 1 || got[1] != 2 || got[2] != 1 || got[3] != 0 {

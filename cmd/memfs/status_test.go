@@ -43,8 +43,8 @@ func statusExample(now time.Time) statusReport {
 					Conflicts:   2, Sync: busy},
 				{Dir: "/mnt/memory/handbook", StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB9", StoreName: "Handbook", Access: "read_only",
 					Sync: syncqueue.Status{ReadOnly: true}, Covered: []worker.MountCover{
-						{Where: "over", MountPoint: "/mnt/memory/handbook", FSType: "ext4", Source: "/dev/sda1"},
-						{Where: "inside", MountPoint: "/mnt/memory/handbook/sub", FSType: "tmpfs", Source: "none"},
+						{Where: "over", MountPoint: "/mnt/memory/handbook", FSType: "ext4", Source: "/dev/sda1", Root: "/fake"},
+						{Where: "inside", MountPoint: "/mnt/memory/handbook/sub", FSType: "tmpfs", Source: "none", Root: "/"},
 					}},
 			},
 			Unmounted: []worker.UnmountedStore{{Dir: "/mnt/memory/notes", StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB6",
@@ -100,7 +100,7 @@ func TestStatusText(t *testing.T) {
 			"                                          uploaded 5s after the next pass unless renamed\n",
 		"access      read_only\n  pending     - (read-only: nothing is uploaded)\n" +
 			"  ERROR       something is mounted over the store's mount path:\n" +
-			"              /mnt/memory/handbook (ext4 /dev/sda1)\n" +
+			"              /mnt/memory/handbook (ext4 /dev/sda1[/fake])\n" +
 			"              the agent may see files that are not the store's\n" +
 			"  ERROR       something is mounted inside the store's mount path:\n" +
 			"              /mnt/memory/handbook/sub (tmpfs none)\n" +

@@ -127,7 +127,7 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		// The error on three lines, the mount point whole on its own: it is
 		// the part to act on (umount it).
 		fmt.Fprintf(out, "  %-11s something is mounted %s the store's mount path:\n", "ERROR", c.Where)
-		fmt.Fprintf(out, "  %-11s %s (%s %s)\n", "", c.MountPoint, c.FSType, c.Source)
+		fmt.Fprintf(out, "  %-11s %s (%s)\n", "", c.MountPoint, c.What())
 		fmt.Fprintf(out, "  %-11s the agent may see files that are not the store's\n", "")
 	}
 	if s.AtCap {
