@@ -2,16 +2,29 @@ package fs
 
 import (
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// goneWatch tells when a mount has left this mount namespace.
-type goneWatch struct {
-	once sync.Once
-	ch   chan struct{}
+// tableWatch follows a mount in the mount table (MountTree starts it; it
+// ends with the mount's FUSE server): when the mount leaves this mount
+// namespace (Gone) and what covers it (Covered, MountOptions.OnCover).
+type tableWatch struct {
+	gone      chan struct{} // closed once, by closeGone
+	closeOnce sync.Once
+	onCover   func([]Cover) // MountOptions.OnCover
+	// quiet is set when Unmount begins: the covers it detaches are its to
+	// report, not the watch's.
+	quiet atomic.Bool
+
+	mu     sync.Mutex
+	covers []Cover // the last covers found; GUARDED_BY(mu), written by the watch alone
 }
+
+func (w *tableWatch) closeGone() { w.closeOnce.Do(func() { close(w.gone) }) }
 
 // tablePoll is how long one wait for a change of the mount table lasts
 // before the watcher looks whether the FUSE server ended meanwhile (then it
@@ -30,38 +43,56 @@ const tablePoll = 2000 // milliseconds
 //
 // The second is seen by waiting on /proc/self/mountinfo, which the kernel
 // wakes (POLLPRI) whenever this namespace's mount table changes, and then
-// looking for the mount point; nothing is read while the table stays the
-// same. The watch ends with the mount.
-func (m *Mount) Gone() <-chan struct{} {
-	m.gone.once.Do(func() {
-		m.gone.ch = make(chan struct{})
-		var closeOnce sync.Once
-		closeGone := func() { closeOnce.Do(func() { close(m.gone.ch) }) }
-		go func() {
-			<-m.ended
-			closeGone()
-		}()
-		go func() {
-			if watchTable(m.left, m.ended) {
-				closeGone()
-			}
-		}()
-	})
-	return m.gone.ch
+// looking for the mount by its id; nothing is read while the table stays
+// the same. The same look finds what covers the mount (Covered).
+func (m *Mount) Gone() <-chan struct{} { return m.watch.gone }
+
+// startWatch starts following the mount in the mount table: one goroutine
+// that ends with the FUSE server, and one that closes Gone when it ends.
+func (m *Mount) startWatch(onCover func([]Cover)) {
+	m.watch.gone = make(chan struct{})
+	m.watch.onCover = onCover
+	go func() {
+		<-m.ended
+		m.watch.closeGone()
+	}()
+	go func() {
+		if watchTable(m.look, m.ended) {
+			m.watch.closeGone()
+		}
+	}()
 }
 
-// left reports whether this mount has left the mount table, by its id (a
-// mount made since at the same path, a bind mount say, is not it).
-func (m *Mount) left() bool {
+// look reads the mount table once: it records what covers the mount,
+// telling OnCover when that changed, and reports whether the mount has
+// left the table, by its id (a mount made since at the same path, a bind
+// mount say, is not it). An unreadable table changes nothing.
+func (m *Mount) look() bool {
 	p, err := m.place()
-	return err == nil && p.gone
+	if err != nil {
+		return false
+	}
+	if p.gone || m.watch.quiet.Load() {
+		return p.gone
+	}
+	w := &m.watch
+	w.mu.Lock()
+	changed := !sameCovers(w.covers, p.covers)
+	if changed {
+		w.covers = p.covers
+	}
+	w.mu.Unlock()
+	if changed && w.onCover != nil {
+		w.onCover(slices.Clone(p.covers))
+	}
+	return false
 }
 
 // watchTable waits, looking again at every change of the mount table,
-// until left reports true (true) or ended is closed (false). If the mount table can't be watched it waits for
-// ended alone: the server's end still reports every unmount but the lazy
-// detach of a busy mount.
-func watchTable(left func() bool, ended <-chan struct{}) bool {
+// until look reports true (true) or ended is closed (false). If the mount
+// table can't be watched it waits for ended alone: the server's end still
+// reports every unmount but the lazy detach of a busy mount.
+func watchTable(look func() bool, ended <-chan struct{}) bool {
 	// A raw descriptor, not an os.File: Go registers the files it opens
 	// with its own epoll when they can be polled, as this one can, and
 	// the runtime's epoll_wait then consumes the table's change event
@@ -77,7 +108,7 @@ func watchTable(left func() bool, ended <-chan struct{}) bool {
 	for {
 		// Looked at after opening the file and after every wake-up, so a
 		// change between the two is never missed.
-		if left() {
+		if look() {
 			return true
 		}
 		for {

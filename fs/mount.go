@@ -39,6 +39,12 @@ type MountOptions struct {
 	// ends and then detaches lazily: the caller says what the wait is and
 	// how to cut it short.
 	OnUnmountWait func(ctx context.Context, err error)
+	// OnCover, when set, is called whenever what covers the mount changes
+	// (Covered): a mount appears over or inside it, or one goes (nil when
+	// none is left). It is called from the mount-table watch, one call at
+	// a time and in order, from MountTree until the FUSE server ends or
+	// Unmount begins; it must not block for long.
+	OnCover func(covers []Cover)
 }
 
 // Mount is one mounted tree.
@@ -49,7 +55,7 @@ type Mount struct {
 	Tree   *Tree
 	server *fuse.Server
 	notify *notifier
-	gone   goneWatch                            // gone.go
+	watch  tableWatch                           // gone.go
 	id     mountIdentity                        // the mount in /proc/self/mountinfo (unmount.go)
 	ended  chan struct{}                        // closed once the FUSE server has ended
 	onWait func(ctx context.Context, err error) // MountOptions.OnUnmountWait
@@ -188,7 +194,9 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	t.mu.Lock()
 	t.notify = n
 	t.mu.Unlock()
-	return &Mount{Dir: abs, Tree: t, server: server, notify: n, id: id, ended: ended, onWait: opts.OnUnmountWait}, nil
+	m := &Mount{Dir: abs, Tree: t, server: server, notify: n, id: id, ended: ended, onWait: opts.OnUnmountWait}
+	m.startWatch(opts.OnCover)
+	return m, nil
 }
 
 // RealPath is dir made absolute with every symlink in it resolved: the

@@ -39,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -78,6 +77,7 @@ func (m *Mount) Unmount(ctx context.Context) error {
 // ctx, for its FUSE connection to end. It reports how.
 func (m *Mount) UnmountReport(ctx context.Context) (Unmounted, error) {
 	var res Unmounted
+	m.watch.quiet.Store(true)
 	m.Tree.mu.Lock()
 	m.Tree.notify = nil
 	m.Tree.mu.Unlock()
@@ -94,19 +94,20 @@ func (m *Mount) UnmountReport(ctx context.Context) (Unmounted, error) {
 			res.Outside = true
 			unmounted = true
 			continue
-		case len(place.covers) > 0:
+		case len(place.on()) > 0:
+			covers := place.on()
 			if coverPasses > 0 {
 				// A cover that did not go (its path leads elsewhere now):
 				// look again after a while, within ctx.
 				select {
 				case <-ctx.Done():
-					return res, fmt.Errorf("unmount %s: %s is still mounted over it", m.Dir, place.covers[0].Dir)
+					return res, fmt.Errorf("unmount %s: %s is still mounted over it", m.Dir, covers[0].Dir)
 				case <-time.After(backoff):
 					backoff = min(backoff*2, time.Second)
 				}
 			}
 			coverPasses++
-			for _, c := range place.covers {
+			for _, c := range covers {
 				// umount2 acts on the top of the stack at a path: the last
 				// mount listed there, which is c.
 				err := unix.Unmount(c.Dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
@@ -180,32 +181,32 @@ const serverEndGrace = time.Second
 
 // mountPlace is where a mount stands in the mount table.
 type mountPlace struct {
-	gone   bool        // it left this namespace
-	covers []MountInfo // mounts on it, topmost first
+	gone   bool    // it left this namespace
+	covers []Cover // mounts that cover it, topmost first (coversOf)
 }
 
-// place reads the mount table once and finds the mount by its id.
+// on lists the covers that stand on the mount, topmost first: the ones
+// Unmount detaches (a mount over a directory above the mount path is not
+// on it, and not Unmount's to take down).
+func (p mountPlace) on() []MountInfo {
+	var out []MountInfo
+	for _, c := range p.covers {
+		if c.on {
+			out = append(out, c.MountInfo)
+		}
+	}
+	return out
+}
+
+// place reads the mount table once and finds the mount by its id, and
+// what covers it.
 func (m *Mount) place() (mountPlace, error) {
 	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
 		return mountPlace{}, fmt.Errorf("read the mount table: %w", err)
 	}
-	var p mountPlace
-	if !slices.ContainsFunc(infos, m.id.is) {
-		p.gone = true
-		return p, nil
-	}
-	// A mount's children (and theirs) are listed after it; the last
-	// listed are the topmost.
-	on := map[int]bool{m.id.id: true}
-	for _, mi := range infos {
-		if on[mi.Parent] && !m.id.is(mi) {
-			on[mi.ID] = true
-			p.covers = append(p.covers, MountInfo{Dir: mi.Mountpoint, FSType: mi.FSType, Source: mi.Source, Options: mi.Options})
-		}
-	}
-	slices.Reverse(p.covers)
-	return p, nil
+	found, covers := coversOf(infos, m.id, m.Dir)
+	return mountPlace{gone: !found, covers: covers}, nil
 }
 
 // mountIdentity tells a mount in the mount table: its id, which the

@@ -167,7 +167,7 @@ func TestGoneByID(t *testing.T) {
 	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind mount over the mount: %v", err)
 	}
-	if m.left() {
+	if placeOf(t, m).gone {
 		t.Fatal("a bind mount over the mount made it count as gone")
 	}
 	if err := unix.Unmount(dir, 0); err != nil { // the cover
@@ -182,7 +182,7 @@ func TestGoneByID(t *testing.T) {
 	if mounted, err := IsMounted(dir); err != nil || !mounted {
 		t.Fatalf("IsMounted(%s) = %v, %v after the bind mount", dir, mounted, err)
 	}
-	if !m.left() {
+	if !placeOf(t, m).gone {
 		t.Fatal("the mount, unmounted from outside, counts as there while another mount stands at its path")
 	}
 	select {
@@ -190,4 +190,14 @@ func TestGoneByID(t *testing.T) {
 	case <-time.After(unmountHang):
 		t.Fatalf("Gone did not report the unmount within %s", unmountHang)
 	}
+}
+
+// placeOf is where m stands in the mount table now.
+func placeOf(t *testing.T, m *Mount) mountPlace {
+	t.Helper()
+	p, err := m.place()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -21,8 +21,9 @@ import (
 
 // TestWorkerStopTamperedMounts: the agent's shell (as root, in the
 // worker's mount namespace) unmounts one store and bind-mounts a directory
-// over the other; SIGTERM still ends the worker within the stop timeout,
-// exit 0: the unmounted store had its final sync when it went, the other
+// over the other (each logged as an error when it happens); SIGTERM still
+// ends the worker within the stop timeout, exit 0: the unmounted store had
+// its final sync when it went, the other
 // one has its final sync, the directory mounted over it is detached (a
 // warning names it) and left as it was, nothing stays mounted, and the
 // mount directories are removed. (go-fuse's Server.Unmount unmounted the
@@ -52,10 +53,14 @@ func TestWorkerStopTamperedMounts(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(bDir, "keep.txt")); err != nil || string(got) != "keep\n" {
 		t.Fatalf("the bind mount over %s does not show %s: %q, %v", bDir, cover, got, err)
 	}
+	w.WaitOutput(1, wkQuickTimeout, "something is mounted over the store's mount path", wkField("store", b), wkField("cover", bDir))
 
 	sbStopWarnsOnce(t, w, fmt.Sprintf("one warning that the bind mount over %s was detached", bDir), "something was mounted over the memory store's mount", wkField("store", b), wkField("cover", bDir))
-	if errs := w.Lines("level=error"); len(errs) > 0 {
-		t.Errorf("the stop logged errors: %q", errs)
+	// The errors are the tampering's, logged when it happened: the umount
+	// of one store and the mount over the other; the stop logs none.
+	if errs := w.Lines("level=error"); len(errs) != 2 || len(w.Lines("level=error", "unmounted from outside the worker", wkField("store", a))) != 1 ||
+		len(w.Lines("level=error", "something is mounted over the store's mount path", wkField("store", b), wkField("cover", bDir))) != 1 {
+		t.Errorf("want two error lines, for the umount of %s and the mount over %s, got %q", aDir, bDir, errs)
 	}
 	e.checkStore(a, map[string]string{"/a.md": "a2\n"})
 	e.checkStore(b, map[string]string{"/b.md": "b2\n"})

@@ -188,8 +188,9 @@ func stCheckJournal(t *testing.T, stateDir, storeID string, want map[string]stri
 
 // TestWorkerStoreUnmountedFromOutside: umount of one store of a running
 // session is the end of that mount, not of the session or the worker: its
-// final sync (writes only) uploads what was closed on it, one warning says
-// so with what is left, the directory is removed; the session's other
+// final sync (writes only) uploads what was closed on it, one error line
+// says so with what is left, memfs status lists it as an error, the
+// directory is removed; the session's other
 // store stays mounted and syncing, its work item stays active, and the
 // worker stops later with exit 0, nothing left.
 func TestWorkerStoreUnmountedFromOutside(t *testing.T) {
@@ -205,13 +206,25 @@ func TestWorkerStoreUnmountedFromOutside(t *testing.T) {
 
 	stUnmount(t, aDir, false)
 	line := w.WaitOutput(1, wkExitTimeout, "unmounted from outside the worker", wkField("store", a))
-	if !strings.Contains(line, "level=warning") || !strings.Contains(line, "left=nothing") {
-		t.Errorf("want a warning saying nothing is left: %s", line)
+	if !strings.Contains(line, "level=error") || !strings.Contains(line, "left=nothing") || !strings.Contains(line, wkField("session", sess.ID)) {
+		t.Errorf("want an error line naming the session and saying nothing is left: %s", line)
 	}
 	e.checkStore(a, map[string]string{"/a.md": "a2\n", "/n.md": "new\n"})
 	wkCheckGone(t, aDir)
-	if errs := w.Lines("level=error"); len(errs) > 0 {
-		t.Errorf("an unmount from outside logged errors: %q", errs)
+	if errs := w.Lines("level=error"); len(errs) != 1 {
+		t.Errorf("an unmount from outside logged errors other than the one line that says so: %q", errs)
+	}
+	// memfs status lists it, as an error, while the session runs.
+	var lost []worker.UnmountedStore
+	for _, p := range stStatus(t, "--state-dir", e.stateDir).Processes {
+		lost = append(lost, p.Unmounted...)
+	}
+	if len(lost) != 1 || lost[0].StoreID != a || lost[0].Dir != aDir || lost[0].SessionID != sess.ID || lost[0].Left != "nothing" ||
+		!strings.Contains(lost[0].Error, "unmounted from outside the worker") {
+		t.Errorf("memfs status lists as unmounted from outside %+v, want store %s at %s of session %s, nothing left", lost, a, aDir, sess.ID)
+	}
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "UNMOUNTED FROM OUTSIDE") || !strings.Contains(text, "  "+aDir+"  "+a+"\n    ERROR ") {
+		t.Errorf("memfs status (text) does not list %s as unmounted from outside:\n%s", aDir, text)
 	}
 
 	if !w.Running() {

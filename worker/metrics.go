@@ -34,6 +34,10 @@ type StoreMetrics interface {
 	// changes, journal bytes, the last sync) are read from status when
 	// metrics are scraped.
 	Watch(status func() syncqueue.Status)
+	// Covered is called whenever the number of mounts over or inside
+	// the store's mount path changes (covered.go), from the mount-table
+	// watch; it may be called before Watch.
+	Covered(n int)
 	// Done is called when the mount begins to close, or failed to
 	// mount: the store's figures are dropped (a process mounts a store
 	// once at a time).

@@ -55,7 +55,7 @@ type Mounted struct {
 // failure it undoes what it did: nothing is left mounted or created.
 func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 	sm := observeStore(&opts)
-	m, err := mountStore(ctx, opts)
+	m, err := mountStore(ctx, opts, sm)
 	if sm != nil {
 		if err != nil {
 			sm.Done()
@@ -67,7 +67,7 @@ func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 	return m, err
 }
 
-func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
+func mountStore(ctx context.Context, opts MountOptions, sm StoreMetrics) (*Mounted, error) {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
 	}
@@ -111,6 +111,15 @@ func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 	if fsOpts.OnUnmountWait == nil {
 		fsOpts.OnUnmountWait = m.unmountWaits
 	}
+	if fsOpts.OnCover == nil {
+		// Made before the mount: the watch may call it at once. Its log
+		// names the path the kernel will list.
+		cr := &coverReport{log: log, metrics: sm}
+		if real, err := fs.RealPath(opts.Mountpoint); err == nil && real != opts.Mountpoint {
+			cr.log = log.WithField("path", real)
+		}
+		fsOpts.OnCover = cr.changed
+	}
 	m.mount, err = fs.MountTree(opts.Mountpoint, eng.Tree(), fsOpts)
 	if err != nil {
 		eng.Close(ctx) //nolint:errcheck
@@ -140,6 +149,10 @@ func mountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 	m.log.Info("memory store mounted")
 	return m, nil
 }
+
+// Covered lists what is mounted over or inside the store's mount path now
+// (covered.go).
+func (m *Mounted) Covered() []fs.Cover { return m.mount.Covered() }
 
 // Engine is the store's sync engine.
 func (m *Mounted) Engine() *syncqueue.Engine { return m.engine }

@@ -179,6 +179,12 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		}
 	}
 	var runErr error
+	var forget []func() // the stores unmounted from outside, listed by status until the session ends
+	defer func() {
+		for _, f := range forget {
+			f()
+		}
+	}()
 	gone := make(chan *storeMount, len(mounts))
 	for _, m := range mounts {
 		go func(m *storeMount) {
@@ -201,7 +207,7 @@ wait:
 			ending, runErr = r.ending, r.err
 			break wait
 		case sm := <-gone:
-			s.endUnmounted(abort, sm)
+			forget = append(forget, s.endUnmounted(abort, sm, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log))
 			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
 		}
 	}
@@ -344,10 +350,18 @@ func (s *Session) end(ctx context.Context, sm *storeMount, clean bool) {
 // was closed (the tree outlives the unmount), deletes stay in the journal
 // for the store's next mount on this host or memfs replay, like anything
 // the final sync could not upload; the directory is removed and the store
-// released. One warning says so, with what is left.
-func (s *Session) endUnmounted(ctx context.Context, sm *storeMount) {
+// released. One error line says so, with what is left: the agent lost a
+// store its session was given, which nothing in the worker did; memfs
+// status lists it with the same error until the session ends (forget).
+func (s *Session) endUnmounted(ctx context.Context, sm *storeMount, labels MountLabels, log logrus.FieldLogger) (forget func()) {
+	at := time.Now()
 	s.end(ctx, sm, false)
 	left := sm.m.Left()
-	s.log.WithFields(logrus.Fields{"store": sm.storeID, "path": sm.path, "left": left.String()}).
-		Warn("a memory store was unmounted from outside the worker while its session runs: it had its final sync (writes only) and is let go; the session goes on without it")
+	log.WithFields(logrus.Fields{"store": sm.storeID, "path": sm.path, "left": left.String()}).Error(unmountedError)
+	return s.cfg.Status.addUnmounted(UnmountedStore{Dir: sm.path, StoreID: sm.storeID, MountLabels: labels, At: at,
+		Left: left.String(), Error: unmountedError})
 }
+
+// unmountedError is what the log and status say of a store unmounted from
+// outside the worker.
+const unmountedError = "a memory store was unmounted from outside the worker while its session runs: it had its final sync (writes only) and is let go; the session goes on without it"

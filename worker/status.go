@@ -42,8 +42,9 @@ type StatusServer struct {
 	started  time.Time
 	done     chan struct{}
 
-	mu     sync.Mutex
-	mounts map[*Mounted]MountLabels // GUARDED_BY(mu)
+	mu        sync.Mutex
+	mounts    map[*Mounted]MountLabels     // GUARDED_BY(mu)
+	unmounted map[*UnmountedStore]struct{} // GUARDED_BY(mu)
 }
 
 // MountLabels name what a mount belongs to, for status.
@@ -60,6 +61,24 @@ type ProcessStatus struct {
 	StateDir string        `json:"state_dir"`
 	Started  time.Time     `json:"started"`
 	Mounts   []MountStatus `json:"mounts"`
+	// Unmounted are the stores of running sessions that were unmounted
+	// from outside the process (umount): their sessions run on without
+	// them. Each is listed until its session ends.
+	Unmounted []UnmountedStore `json:"unmounted_from_outside,omitempty"`
+}
+
+// UnmountedStore is a store of a running session that someone unmounted
+// from outside the worker (Session.endUnmounted).
+type UnmountedStore struct {
+	Dir     string `json:"dir"`
+	StoreID string `json:"store_id"`
+	MountLabels
+	At time.Time `json:"at"`
+	// Left is what its final sync left in the journal ("nothing", or the
+	// changes and why).
+	Left string `json:"left"`
+	// Error says it in a sentence.
+	Error string `json:"error"`
 }
 
 // MountStatus is one mount of a process.
@@ -77,8 +96,11 @@ type MountStatus struct {
 	LastSyncAgeSeconds *float64 `json:"last_sync_age_seconds,omitempty"`
 	// Conflicts is how many local versions of this store the state dir's
 	// conflict log keeps (memfs conflicts list).
-	Conflicts int              `json:"conflicts"`
-	Sync      syncqueue.Status `json:"sync"`
+	Conflicts int `json:"conflicts"`
+	// Covered lists what is mounted over or inside the mount path, each
+	// with its error (covered.go); absent when nothing is.
+	Covered []MountCover     `json:"covered,omitempty"`
+	Sync    syncqueue.Status `json:"sync"`
 }
 
 // statusDir is where the sockets of a state dir live.
@@ -97,7 +119,8 @@ func StartStatusServer(stateDir string, log logrus.FieldLogger) (*StatusServer, 
 	if err != nil {
 		return nil, fmt.Errorf("status socket %s: %w", path, err)
 	}
-	s := &StatusServer{path: path, stateDir: stateDir, ln: ln, started: time.Now(), done: make(chan struct{}), mounts: map[*Mounted]MountLabels{}}
+	s := &StatusServer{path: path, stateDir: stateDir, ln: ln, started: time.Now(), done: make(chan struct{}),
+		mounts: map[*Mounted]MountLabels{}, unmounted: map[*UnmountedStore]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "application/json")
@@ -197,6 +220,23 @@ func (s *StatusServer) remove(m *Mounted) {
 	delete(s.mounts, m)
 }
 
+// addUnmounted lists u until the returned func is called (at the end of
+// its session).
+func (s *StatusServer) addUnmounted(u UnmountedStore) (forget func()) {
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &u
+	s.unmounted[p] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.unmounted, p)
+	}
+}
+
 // Status is this process's answer.
 func (s *StatusServer) Status() ProcessStatus {
 	ps := ProcessStatus{PID: os.Getpid(), Command: strings.Join(os.Args[:min(2, len(os.Args))], " "), StateDir: s.stateDir, Started: s.started}
@@ -205,11 +245,19 @@ func (s *StatusServer) Status() ProcessStatus {
 	for m, l := range s.mounts {
 		mounts[m] = l
 	}
+	for u := range s.unmounted {
+		ps.Unmounted = append(ps.Unmounted, *u)
+	}
 	s.mu.Unlock()
+	sort.Slice(ps.Unmounted, func(i, j int) bool { return ps.Unmounted[i].At.Before(ps.Unmounted[j].At) })
 	kernel := map[string]fs.MountInfo{}
 	if mis, err := fs.Mounts(); err == nil {
 		for _, mi := range mis {
-			kernel[mi.Dir] = mi
+			// The first memfs mount listed at a path: a mount stacked over
+			// it later (mount --bind) is not it.
+			if _, ok := kernel[mi.Dir]; !ok && mi.FSType == "fuse."+fs.FSType {
+				kernel[mi.Dir] = mi
+			}
 		}
 	}
 	conflicts := ConflictCounts(s.stateDir)
@@ -221,7 +269,7 @@ func (s *StatusServer) Status() ProcessStatus {
 			access = "read_only"
 		}
 		ms := MountStatus{Dir: m.Dir(), StoreID: st.StoreID, StoreName: st.StoreName, Access: access, MountLabels: l,
-			Conflicts: conflicts[st.StoreID], Sync: st}
+			Conflicts: conflicts[st.StoreID], Covered: mountCovers(m.Covered()), Sync: st}
 		if st.LastSync != nil {
 			age := now.Sub(*st.LastSync).Seconds()
 			ms.LastSyncAgeSeconds = &age

@@ -71,7 +71,9 @@ mount: the store (id and name), path, access (from the kernel's mount
 flags), session and work item, the changes not yet in the store and the
 reason each waits (store unreachable, no space for the journal, the
 store's memory cap, content not UTF-8, a path conflict, ...), the last
-successful sync, the last error, its conflicts and journal size. It asks
+successful sync, the last error, its conflicts and journal size, and an
+ERROR for anything mounted over or inside its path (the agent may see
+files there that are not the store's). It asks
 the processes themselves (a socket each, <state dir>/run/<pid>.sock).
 Then what no process holds: mounts whose process died (with the fix),
 journals left behind (replayed by the next mount of the store, or memfs

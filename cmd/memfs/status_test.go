@@ -42,8 +42,15 @@ func statusExample(now time.Time) statusReport {
 					MountLabels: worker.MountLabels{SessionID: "sesn_06H2RH0TGR17NGP44DZEJBPVB8", WorkID: "work_06H2RH0TGR17NGP44DZEJBPVB8"},
 					Conflicts:   2, Sync: busy},
 				{Dir: "/mnt/memory/handbook", StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB9", StoreName: "Handbook", Access: "read_only",
-					Sync: syncqueue.Status{ReadOnly: true}},
-			}}},
+					Sync: syncqueue.Status{ReadOnly: true}, Covered: []worker.MountCover{
+						{Where: "over", MountPoint: "/mnt/memory/handbook", FSType: "ext4", Source: "/dev/sda1", Root: "/fake"},
+						{Where: "inside", MountPoint: "/mnt/memory/handbook/sub", FSType: "tmpfs", Source: "none", Root: "/"},
+					}},
+			},
+			Unmounted: []worker.UnmountedStore{{Dir: "/mnt/memory/notes", StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB6",
+				MountLabels: worker.MountLabels{SessionID: "sesn_06H2RH0TGR17NGP44DZEJBPVB8", WorkID: "work_06H2RH0TGR17NGP44DZEJBPVB8"},
+				At:          now.Add(-time.Minute), Left: "nothing"}},
+		}},
 		DeadMounts: []mountEntry{{Dir: "/mnt/memory/gone", StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB7", Fix: "umount -l /mnt/memory/gone"}},
 		Left: []worker.LeftJournal{{StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB7", Pending: 3, Deletes: 1, Bytes: 2048,
 			DamagedBytes: 100, ModTime: now.Add(-5 * time.Minute)}},
@@ -91,9 +98,21 @@ func TestStatusText(t *testing.T) {
 			"                                          uploaded after 15:04:08 unless renamed\n",
 		"    create       /.agenttoolset-2         held: temporary name of the SDK's write tool\n" +
 			"                                          uploaded 5s after the next pass unless renamed\n",
-		"access      read_only\n  pending     - (read-only: nothing is uploaded)\n  last sync   -\n",
+		"access      read_only\n  pending     - (read-only: nothing is uploaded)\n" +
+			"  ERROR       something is mounted over the store's mount path:\n" +
+			"              /mnt/memory/handbook (ext4 /dev/sda1[/fake])\n" +
+			"              the agent may see files that are not the store's\n" +
+			"  ERROR       something is mounted inside the store's mount path:\n" +
+			"              /mnt/memory/handbook/sub (tmpfs none)\n" +
+			"              the agent may see files that are not the store's\n" +
+			"  last sync   -\n",
 		"  /mnt/memory/gone  memstore_06H2RH0TGR17NGP44DZEJBPVB7\n    fix: umount -l /mnt/memory/gone",
 		"memstore_06H2RH0TGR17NGP44DZEJBPVB7  3        1        2.0 KiB  5m00s ago  100 B\n",
+		"\nUNMOUNTED FROM OUTSIDE (umount while their session runs: it goes on without them)\n" +
+			"  /mnt/memory/notes  memstore_06H2RH0TGR17NGP44DZEJBPVB6\n" +
+			"    ERROR     unmounted at 15:03:05 (1m00s ago), not by memfs; its final sync ran (writes only)\n" +
+			"    session   sesn_06H2RH0TGR17NGP44DZEJBPVB8, work item work_06H2RH0TGR17NGP44DZEJBPVB8\n" +
+			"    left      nothing\n",
 		"CONFLICTS KEPT: 2",
 		"  memstore_06H2RH0TGR17NGP44DZEJBPVB8  2\n",
 		"  20260102T030406123Z-abcd1235  memstore_06H2RH0TGR17NGP44DZEJBPVB8  /notes/b.md",

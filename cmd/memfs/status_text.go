@@ -42,6 +42,7 @@ func printStatus(out io.Writer, rep statusReport, now time.Time) {
 	if n == 0 {
 		fmt.Fprintln(out, "  (none)")
 	}
+	printUnmounted(out, rep.Live, now)
 	if len(rep.DeadMounts) > 0 {
 		fmt.Fprintln(out, "\nDEAD MOUNTS (their memfs process is gone: \"Transport endpoint is not connected\")")
 		for _, e := range rep.DeadMounts {
@@ -122,6 +123,13 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if len(trouble) > 0 {
 		field("now", "%s", strings.Join(trouble, ", "))
 	}
+	for _, c := range m.Covered {
+		// The error on three lines, the mount point whole on its own: it is
+		// the part to act on (umount it).
+		fmt.Fprintf(out, "  %-11s something is mounted %s the store's mount path:\n", "ERROR", c.Where)
+		fmt.Fprintf(out, "  %-11s %s (%s)\n", "", c.MountPoint, c.What())
+		fmt.Fprintf(out, "  %-11s the agent may see files that are not the store's\n", "")
+	}
 	if s.AtCap {
 		at := ""
 		if s.CapRetryAt != nil {
@@ -170,6 +178,28 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 			// When it goes up, on a line of its own under the reason.
 			fmt.Fprintf(out, "    %*s  %s\n", opw+2+pathw, "", scratchNote(c))
 		}
+	}
+}
+
+// printUnmounted writes the stores of running sessions that someone
+// unmounted from outside the worker.
+func printUnmounted(out io.Writer, live []worker.ProcessStatus, now time.Time) {
+	var lost []worker.UnmountedStore
+	for _, p := range live {
+		lost = append(lost, p.Unmounted...)
+	}
+	if len(lost) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nUNMOUNTED FROM OUTSIDE (umount while their session runs: it goes on without them)")
+	for _, u := range lost {
+		fmt.Fprintf(out, "  %s  %s\n", u.Dir, u.StoreID)
+		field := func(name, format string, args ...any) {
+			fmt.Fprintf(out, "    %-9s %s\n", name, clipTo(fmt.Sprintf(format, args...), statusWidth-14))
+		}
+		field("ERROR", "unmounted at %s, not by memfs; its final sync ran (writes only)", clock(u.At, now))
+		field("session", "%s, work item %s", orDash(u.SessionID), orDash(u.WorkID))
+		field("left", "%s", u.Left)
 	}
 }
 

@@ -107,7 +107,9 @@ removed, items stopped) and exits; a second signal stops waiting (the
 journals stay for replay). Give it a stop timeout of at least 35 s
 (systemd TimeoutStopSec=35, docker --stop-timeout 35). A store unmounted
 from outside (umount) while its session runs gets a final sync (writes
-only) and is let go; the session goes on without it.
+only) and is let go; the session goes on without it. Either that, or
+something mounted over or inside a store's mount path (mount --bind), is
+logged as an error and shown by memfs status; the session goes on.
 
 With --run-tools it also runs each session's tools (the official SDK's
 session tool runner, in <workdir>/<session id>), until the session

@@ -60,6 +60,7 @@ type Metrics struct {
 	failures    *prometheus.CounterVec   // store_id, reason
 	conflicts   *prometheus.CounterVec   // store_id
 	remote      *prometheus.CounterVec   // store_id
+	covers      *prometheus.GaugeVec     // store_id
 	claimed     prometheus.Counter
 	ended       *prometheus.CounterVec // ending
 	heartbeats  prometheus.Counter
@@ -105,6 +106,8 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Help: "Local versions kept in the conflict log because the store's version won."}, store),
 		remote: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memfs_sync_remote_changes_applied_total",
 			Help: "Changes made elsewhere in the store and shown on the mount."}, store),
+		covers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memfs_mount_covers",
+			Help: "Mounts over or inside the store's mount path (mount --bind over it, a mount on a directory in it): the agent may see files that are not the store's there. 0 normally."}, store),
 		claimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "memfs_worker_work_items_claimed_total",
 			Help: "Work items this worker claimed."}),
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "memfs_worker_work_items_ended_total",
@@ -114,7 +117,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		stores: map[string]*Store{},
 	}
 	cs := []prometheus.Collector{m.fuseSeconds, m.fuseErrors, m.passSeconds, m.passes, m.uploads, m.deletes,
-		m.failures, m.conflicts, m.remote, levels{m}}
+		m.failures, m.conflicts, m.remote, m.covers, levels{m}}
 	if opts.WorkItems {
 		cs = append(cs, m.claimed, m.ended, m.heartbeats)
 	}
@@ -167,6 +170,7 @@ func (m *Metrics) Store(storeID string) worker.StoreMetrics {
 	for _, o := range outcomes {
 		s.passes[o] = m.passes.WithLabelValues(storeID, o.String())
 	}
+	m.covers.WithLabelValues(storeID).Set(0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stores[storeID] = s
@@ -281,6 +285,16 @@ func (s *Store) Watch(status func() syncqueue.Status) {
 	s.status = status
 }
 
+// Covered implements worker.StoreMetrics.
+func (s *Store) Covered(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return // the watch racing the end of the mount: its series are gone
+	}
+	s.m.covers.WithLabelValues(s.id).Set(float64(n))
+}
+
 // Done implements worker.StoreMetrics: every series of the store is
 // dropped.
 func (s *Store) Done() {
@@ -295,7 +309,7 @@ func (s *Store) Done() {
 	m.mu.Unlock()
 	l := prometheus.Labels{"store_id": s.id}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.fuseSeconds, m.fuseErrors, m.passSeconds, m.passes, m.uploads, m.deletes, m.failures, m.conflicts, m.remote,
+		m.fuseSeconds, m.fuseErrors, m.passSeconds, m.passes, m.uploads, m.deletes, m.failures, m.conflicts, m.remote, m.covers,
 	} {
 		v.DeletePartialMatch(l)
 	}

@@ -159,11 +159,21 @@ func TestStoreMetrics(t *testing.T) {
 		t.Error("a last-sync timestamp without a successful sync")
 	}
 
+	// Covers: 0 from the start, then what the watch says.
+	if v := value(t, reg, "memfs_mount_covers", id1); v != 0 {
+		t.Errorf("memfs_mount_covers = %v before any cover, want 0", v)
+	}
+	s.Covered(2)
+	if v := value(t, reg, "memfs_mount_covers", id1); v != 2 {
+		t.Errorf("memfs_mount_covers = %v, want 2", v)
+	}
+
 	// Another store's series are its own; Done drops only this store's.
 	other := m.Store("memstore_b")
 	other.ObserveOp(fs.OpRead, time.Millisecond, 0)
 	s.Done()
 	s.ObserveOp(fs.OpRead, time.Millisecond, 0) // after Done: no series comes back
+	s.Covered(1)
 	s.PassDone(syncqueue.PassInfo{Clean: true}, map[string]int{syncqueue.ReasonCap: 1})
 	mfs, err := reg.Gather()
 	if err != nil {
