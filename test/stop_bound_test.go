@@ -19,9 +19,10 @@ import (
 // 12). The bound is a correctness bound, not a speed goal: a stop that
 // hangs never ends; one that works ends in a second or two.
 
-// TestWorkerStopTamperedMounts: the agent's shell (as root, in the
-// worker's mount namespace) unmounts one store and bind-mounts a directory
-// over the other (each logged as an error when it happens); SIGTERM still
+// TestWorkerStopTamperedMounts: root on the host (the agent's shell can't
+// any more: TestToolsSandboxProbes) unmounts one store of a session whose
+// tools run, and bind-mounts a directory over the other (each logged as an
+// error when it happens); SIGTERM still
 // ends the worker within the stop timeout, exit 0: the unmounted store had
 // its final sync when it went, the other
 // one has its final sync, the directory mounted over it is detached (a
@@ -47,9 +48,9 @@ func TestWorkerStopTamperedMounts(t *testing.T) {
 	}
 	e.mustTool(sess.ID, "bash", bash(`printf 'a2\n' > `+aDir+`/a.md && printf 'b2\n' > `+bDir+`/b.md`))
 
-	e.mustTool(sess.ID, "bash", bash("umount "+aDir))
+	sbHost(t, "umount", aDir)
 	w.WaitOutput(1, wkExitTimeout, "unmounted from outside the worker", wkField("store", a))
-	e.mustTool(sess.ID, "bash", bash("mount --bind "+cover+" "+bDir))
+	sbHost(t, "mount", "--bind", cover, bDir)
 	if got, err := os.ReadFile(filepath.Join(bDir, "keep.txt")); err != nil || string(got) != "keep\n" {
 		t.Fatalf("the bind mount over %s does not show %s: %q, %v", bDir, cover, got, err)
 	}
@@ -70,6 +71,14 @@ func TestWorkerStopTamperedMounts(t *testing.T) {
 	wkCheckGone(t, aDir, bDir)
 	if got, err := os.ReadFile(filepath.Join(cover, "keep.txt")); err != nil || string(got) != "keep\n" {
 		t.Errorf("the directory that was mounted over the store changed: %q, %v", got, err)
+	}
+}
+
+// sbHost runs a command on the host, as the test's user (root).
+func sbHost(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %q: %v\n%s", name, args, err, out)
 	}
 }
 
