@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/memfs/memfs/store"
@@ -39,10 +38,16 @@ func New(opts Options) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	hc := cleanhttp.DefaultPooledClient()
+	var hc *http.Client
 	if opts.HTTPClient != nil {
 		c := *opts.HTTPClient
 		hc = &c
+	} else {
+		tr, err := NewTransport(opts.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		hc = &http.Client{Transport: tr}
 	}
 	base := hc.Transport
 	if base == nil {

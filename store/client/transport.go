@@ -1,0 +1,102 @@
+package client
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-cleanhttp"
+)
+
+// NewTransport returns the transport a Client sends its requests with: a
+// pooled transport of github.com/hashicorp/go-cleanhttp that trusts the
+// system's roots plus, when caFile is not "", every PEM certificate in
+// caFile (a private CA, or memfs serve's self-signed certificate). A file
+// that can't be read, or that holds no PEM certificate, is an error.
+//
+// Code that talks to memfs serve with another HTTP client (a proxy, an
+// SDK) uses it to trust the same certificates as the Client does.
+func NewTransport(caFile string) (*http.Transport, error) {
+	tr := cleanhttp.DefaultPooledTransport()
+	if caFile == "" {
+		return tr, nil
+	}
+	pool, err := certPool(caFile)
+	if err != nil {
+		return nil, err
+	}
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return tr, nil
+}
+
+// certPool is the system's roots plus the PEM certificates of caFile.
+func certPool(caFile string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("client: the CA file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		// No system roots (a bare container): the file's alone.
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("client: the CA file %s holds no PEM certificate (want one or more -----BEGIN CERTIFICATE----- blocks)", caFile)
+	}
+	return pool, nil
+}
+
+// InsecureHTTPError refuses a plain http:// BaseURL whose host is not a
+// loopback address: the API key would cross the network readable by
+// anyone on the path. Options.AllowInsecureHTTP lifts the refusal.
+type InsecureHTTPError struct {
+	// Host is the URL's host, as written (without the port).
+	Host string
+}
+
+func (e *InsecureHTTPError) Error() string {
+	return fmt.Sprintf("client: refusing to send an API key over plain http:// to %s, which is not a loopback address (localhost, 127.0.0.0/8, ::1): anyone on the network between could read it", e.Host)
+}
+
+// CheckBaseURL checks that baseURL is an http:// or https:// URL with a
+// host and neither query nor fragment, and, unless allowInsecureHTTP,
+// that an http:// one names a loopback host (else an *InsecureHTTPError).
+// Options.Validate calls it; so can code that takes a URL long before it
+// makes a Client, to refuse it at once.
+func CheckBaseURL(baseURL string, allowInsecureHTTP bool) error {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return fmt.Errorf("client: BaseURL %q is not a URL (want e.g. http://127.0.0.1:8080): %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("client: BaseURL %q must be an http:// or https:// URL with a host", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("client: BaseURL %q must not have a query or fragment", baseURL)
+	}
+	if u.Scheme == "http" && !allowInsecureHTTP && !loopbackHost(u.Hostname()) {
+		return &InsecureHTTPError{Host: u.Hostname()}
+	}
+	return nil
+}
+
+// loopbackHost says whether host (a URL's, without port or brackets)
+// names this machine without a lookup: "localhost", an IPv4 address in
+// 127.0.0.0/8 or ::1 (also as an IPv4-mapped address). Any other name is
+// not, even one that resolves to a loopback address: what DNS answers may
+// change between this check and the connection.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.Zone() != "" {
+		return false
+	}
+	return ip.Unmap().IsLoopback()
+}
