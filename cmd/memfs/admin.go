@@ -302,6 +302,8 @@ func (a *admin) explain(err error) error {
 // answering. "" for any other error.
 func serviceHint(err error, apiURL string) string {
 	switch {
+	case errors.As(err, new(*client.CertificateError)):
+		return "" // the server answers; its message says what to do
 	case errors.Is(err, store.ErrUnauthorized):
 		return "the server refused the API key: set MEMFS_API_KEY (or --api-key-file) to the admin key memfs serve wrote to its data dir's admin.key"
 	case errors.Is(err, store.ErrUnavailable):

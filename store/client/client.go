@@ -145,8 +145,7 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", req.method, req.path, ctx.Err())
 		}
-		return fmt.Errorf("%w: %w", &store.Error{Kind: store.ErrUnavailable,
-			Message: fmt.Sprintf("%s %s: no answer from the server at %s", req.method, req.path, c.base)}, err)
+		return noAnswer(c.base, req.method+" "+req.path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))

@@ -3,6 +3,7 @@ package client
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-cleanhttp"
+
+	"github.com/memfs/memfs/store"
 )
 
 // NewTransport returns the transport a Client sends its requests with: a
@@ -49,6 +52,38 @@ func certPool(caFile string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("client: the CA file %s holds no PEM certificate (want one or more -----BEGIN CERTIFICATE----- blocks)", caFile)
 	}
 	return pool, nil
+}
+
+// CertificateError is a server whose TLS certificate the client does not
+// trust (unknown authority, wrong host name, expired). Asking again gets
+// the same answer until the server's certificate or the client's CA file
+// changes. It comes wrapped with a store.ErrUnavailable *store.Error, so
+// that a sync engine waits for it as for an outage, while a command can
+// end on it (errors.As).
+type CertificateError struct {
+	// URL is the server's base URL.
+	URL string
+	// Err is the verification error (a *tls.CertificateVerificationError).
+	Err error
+}
+
+func (e *CertificateError) Error() string {
+	return fmt.Sprintf("the TLS certificate of %s is not trusted (%v): give the certificate of the CA that signed it, or the certificate itself, as the CA file (--ca-file, MEMFS_CA_FILE)", e.URL, e.Err)
+}
+
+func (e *CertificateError) Unwrap() error { return e.Err }
+
+// noAnswer is the error of a request that got no answer from the server
+// at base: a *store.Error of kind store.ErrUnavailable wrapping err, and a
+// *CertificateError too when the server's certificate is not trusted.
+func noAnswer(base, what string, err error) error {
+	se := &store.Error{Kind: store.ErrUnavailable, Message: fmt.Sprintf("%s: no answer from the server at %s", what, base)}
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		se.Message = what
+		return fmt.Errorf("%w: %w", se, &CertificateError{URL: base, Err: cv})
+	}
+	return fmt.Errorf("%w: %w", se, err)
 }
 
 // InsecureHTTPError refuses a plain http:// BaseURL whose host is not a

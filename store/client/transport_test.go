@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memfs/memfs/store"
 )
 
 func TestLoopbackHost(t *testing.T) {
@@ -112,9 +114,11 @@ func TestCAFile(t *testing.T) {
 	}
 	_, err = c.GetStore(context.Background(), "memstore_1")
 	var ua x509.UnknownAuthorityError
-	if !errors.As(err, &ua) {
-		t.Errorf("without the CA file: %v, want an unknown authority error", err)
+	var ce *CertificateError
+	if !errors.As(err, &ua) || !errors.As(err, &ce) || !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "--ca-file") {
+		t.Errorf("without the CA file: %v, want an unknown authority error, as a CertificateError and store.ErrUnavailable, naming --ca-file", err)
 	}
+	t.Logf("without the CA file: %v", err)
 
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
