@@ -381,3 +381,39 @@ func TestPlainHTTPRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSAdminCAFile: an admin command trusts serve's certificate with
+// --ca-file or MEMFS_CA_FILE, says the certificate is not trusted (exit
+// 1) without, and refuses a CA file without a certificate (exit 2).
+func TestTLSAdminCAFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	serve, ca, _, keyFile := tlsServe(t, dir)
+	run := func(env []string, args ...string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), wkExitTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, harness.Binary(t), append([]string{"stores", "create", "tls-notes", "--api-url", serve.URL}, args...)...)
+		cmd.Env = append(os.Environ(), append([]string{"MEMFS_API_KEY=" + serve.AdminKey}, env...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := run(nil, "--ca-file", ca.file); code != 0 {
+		t.Errorf("with --ca-file: exit %d:\n%s", code, out)
+	}
+	if code, out := run([]string{"MEMFS_CA_FILE=" + ca.file}); code != 0 {
+		t.Errorf("with MEMFS_CA_FILE: exit %d:\n%s", code, out)
+	}
+	if code, out := run(nil); code != 1 || !strings.Contains(out, "is not trusted") || !strings.Contains(out, "--ca-file") || strings.Contains(out, "is memfs serve running") {
+		t.Errorf("without a CA file: exit %d, want 1 saying the certificate is not trusted and what to do:\n%s", code, out)
+	}
+	for _, f := range []string{keyFile, filepath.Join(dir, "missing.pem")} {
+		if code, out := run(nil, "--ca-file", f); code != 2 || !strings.Contains(out, "--ca-file") {
+			t.Errorf("--ca-file %s: exit %d, want 2:\n%s", f, code, out)
+		}
+	}
+}
