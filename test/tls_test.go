@@ -417,3 +417,21 @@ func TestTLSAdminCAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSHTTP1Only: serve over TLS speaks HTTP/1.1 only, as over plain
+// HTTP, so that its connection limits see one request per connection at
+// a time; a client offering h2 gets HTTP/1.1.
+func TestTLSHTTP1Only(t *testing.T) {
+	t.Parallel()
+	serve, ca, _, _ := tlsServe(t, t.TempDir())
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	c, err := tls.Dial("tcp", serve.Addr, &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p == "h2" {
+		t.Errorf("serve negotiated %q, want HTTP/1.1", p)
+	}
+}

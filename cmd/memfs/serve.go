@@ -299,8 +299,12 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: c.idleTimeout, ConnContext: server.ConnContext}
 	if c.tls != nil {
 		// The handshake is bounded by ReadHeaderTimeout, as a request's
-		// headers are.
+		// headers are. HTTP/1.1 only, as over plain HTTP: ConnGuard's
+		// rules (connTable) take a connection to carry one request at a
+		// time, which HTTP/2 streams would not.
 		hs.TLSConfig = c.tls.config()
+		hs.Protocols = new(http.Protocols)
+		hs.Protocols.SetHTTP1(true)
 		stopReload := c.tls.watchReload(ctx, log)
 		defer stopReload()
 	}
