@@ -5,11 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/memfs/memfs/store/client"
 )
 
 // compose is the part of a compose file these checks read.
@@ -131,6 +134,14 @@ func checkCompose(c *compose) []string {
 	if sandboxes == 0 {
 		p = append(p, "no sandbox service shows the memory root binding")
 	}
+	// A plain http:// URL of a host that is not loopback is refused by
+	// the worker unless MEMFS_INSECURE_HTTP says the network is trusted.
+	if u := worker.Environment["MEMFS_API_URL"]; u != "" {
+		insecure, _ := strconv.ParseBool(worker.Environment["MEMFS_INSECURE_HTTP"])
+		if err := client.CheckBaseURL(u, insecure); err != nil {
+			p = append(p, fmt.Sprintf("worker: MEMFS_API_URL %s: %v", u, err))
+		}
+	}
 	// The environment key: a file given as a compose secret.
 	keyFile := ""
 	for i, a := range worker.Command {
@@ -175,6 +186,7 @@ func TestComposeChecksCatch(t *testing.T) {
 		"no SYS_ADMIN":        {"cap_add: [SYS_ADMIN, ", "cap_add: [", "SYS_ADMIN"},
 		"apparmor":            {"- apparmor:unconfined", "- label:disable", "apparmor"},
 		"worker not root":     {`user: "0:0"`, `user: "1000:1000"`, "root"},
+		"plain http refused":  {`MEMFS_INSECURE_HTTP: "true"`, `MEMFS_INSECURE_HTTP: "false"`, "plain http://"},
 		"key on the command":  {`"--environment-key-file", "/run/secrets/environment_key"`, `"--environment-key-file", "/etc/k"`, "secret"},
 	} {
 		if !strings.Contains(good, c.old) {

@@ -86,7 +86,7 @@ type schedEnv struct {
 func newSchedEnv(t *testing.T, quiet time.Duration) *schedEnv {
 	srv := servertest.New(t)
 	rt := &schedRT{h: srv}
-	cl, err := client.New(client.Options{BaseURL: "http://bubble", APIKey: mgAdminKey, HTTPClient: &http.Client{Transport: rt}, RetryMax: -1})
+	cl, err := client.New(client.Options{BaseURL: "http://bubble", APIKey: mgAdminKey, HTTPClient: &http.Client{Transport: rt}, RetryMax: -1, AllowInsecureHTTP: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func (h *host) recover(ctx context.Context, replayKey string) {
 	if replayKey == "" {
 		return
 	}
-	api, err := client.New(client.Options{BaseURL: h.cfg.APIURL, APIKey: replayKey, Logger: h.log})
+	api, err := client.New(h.cfg.clientOptions(replayKey, h.log))
 	if err != nil {
 		h.log.WithError(err).Error("replay: bad configuration")
 		return

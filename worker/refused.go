@@ -9,14 +9,17 @@ import (
 	"time"
 
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/client"
 )
 
 // Fatal is fatal: a 400, 401, 403 or 404 from the poll, the ack, the
 // session get or a mount's first request is the same answer every time (a
 // missing header, the wrong kind of credential, an unknown environment or
 // store), so the command ends with the server's message instead of
-// retrying. 429, 5xx and timeouts pass: they are retried with a capped
-// backoff that honours the server's Retry-After.
+// retrying. So is a server whose TLS certificate is not trusted
+// (client.CertificateError): the worker's CA file must change first. 429,
+// 5xx and timeouts pass: they are retried with a capped backoff that
+// honours the server's Retry-After.
 
 // refusal is an error that ends the worker: what was refused, and the
 // server's answer (a *store.Error with its message).
@@ -26,15 +29,19 @@ type refusal struct {
 }
 
 func (r *refusal) Error() string {
+	if store.Status(r.err) == 0 {
+		return fmt.Sprintf("%s failed for good: %v", r.what, r.err)
+	}
 	return fmt.Sprintf("%s was refused (HTTP %d %s): %v", r.what, store.Status(r.err), http.StatusText(store.Status(r.err)), r.err)
 }
 
 func (r *refusal) Unwrap() error { return r.err }
 
 // refused wraps err as a refusal of what when the server refused it for
-// good (store.Refusal); otherwise it returns nil.
+// good (store.Refusal), or its certificate is not trusted; otherwise it
+// returns nil.
 func refused(what string, err error) error {
-	if _, ok := store.Refusal(err); !ok {
+	if _, ok := store.Refusal(err); !ok && !errors.As(err, new(*client.CertificateError)) {
 		return nil
 	}
 	var r *refusal

@@ -73,7 +73,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	token := sessionsToken(item.Secret)
 	api := s.env
 	if token != "" {
-		c, err := client.New(client.Options{BaseURL: s.cfg.APIURL, APIKey: token, Logger: log})
+		c, err := client.New(s.cfg.clientOptions(token, log))
 		if err != nil {
 			return err
 		}

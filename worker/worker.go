@@ -21,8 +21,17 @@ import (
 
 // Config configures a Worker (and a single Session run).
 type Config struct {
-	// APIURL is the store service (required).
+	// APIURL is the store service (required). Plain http:// is for a
+	// loopback host only, unless AllowInsecureHTTP (client.CheckBaseURL).
 	APIURL string
+	// CAFile, when set, is a file of PEM certificates every client of the
+	// worker trusts for an https:// APIURL, besides the system's
+	// (client.Options.CAFile).
+	CAFile string
+	// AllowInsecureHTTP lets the worker send its keys and tokens over
+	// plain http:// to a host that is not a loopback address
+	// (client.Options.AllowInsecureHTTP).
+	AllowInsecureHTTP bool
 	// EnvironmentID and EnvironmentKey identify the work queue.
 	EnvironmentID, EnvironmentKey string
 	// WorkerID is sent as Anthropic-Worker-ID (default: hostname plus a
@@ -87,6 +96,14 @@ func (c *Config) Validate() error {
 	if c.APIURL == "" {
 		return errors.New("the API URL is required (--api-url or MEMFS_API_URL)")
 	}
+	// Every client the worker makes later is built from the same URL and
+	// CA file: refused here, they are refused before anything runs.
+	if err := client.CheckBaseURL(c.APIURL, c.AllowInsecureHTTP); err != nil {
+		return err
+	}
+	if _, err := client.NewTransport(c.CAFile); err != nil {
+		return err
+	}
 	if c.StateDir == "" {
 		return errors.New("the state dir is required")
 	}
@@ -129,6 +146,12 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// clientOptions are the options of every client the worker makes: the
+// API URL and its transport settings, with key and log.
+func (c *Config) clientOptions(key string, log logrus.FieldLogger) client.Options {
+	return client.Options{BaseURL: c.APIURL, APIKey: key, Logger: log, CAFile: c.CAFile, AllowInsecureHTTP: c.AllowInsecureHTTP}
+}
+
 // Worker polls an environment's work queue and runs its sessions, many at
 // once. Lifecycle: New, then Run(ctx) until ctx ends; Abort (a second
 // signal) cuts teardowns short.
@@ -153,7 +176,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.EnvironmentID == "" || cfg.EnvironmentKey == "" {
 		return nil, errors.New("the environment id and key are required (--environment-id, --environment-key)")
 	}
-	env, err := client.New(client.Options{BaseURL: cfg.APIURL, APIKey: cfg.EnvironmentKey, Logger: cfg.Log})
+	env, err := client.New(cfg.clientOptions(cfg.EnvironmentKey, cfg.Log))
 	if err != nil {
 		return nil, err
 	}

@@ -114,8 +114,10 @@ func (g *adminGroup) usage(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nEvery verb takes --api-url (env MEMFS_API_URL, default %s),\n"+
 		"the admin key from MEMFS_API_KEY or --api-key-file FILE (--api-key KEY works\n"+
-		"too, but shows the key to every user in ps), and --json (print the API's\n"+
-		"JSON, for scripts).\n"+
+		"too, but shows the key to every user in ps), --ca-file FILE (env\n"+
+		"MEMFS_CA_FILE: certificates to trust for an https:// URL), --insecure-http\n"+
+		"(env MEMFS_INSECURE_HTTP=true: allow plain http:// to another host), and\n"+
+		"--json (print the API's JSON, for scripts).\n"+
 		"Run 'memfs %s VERB --help' for a verb's flags and examples.\n", defaultAPIURL, g.name)
 }
 
@@ -128,6 +130,7 @@ type admin struct {
 	fs     *flag.FlagSet
 	apiURL string
 	apiKey *keyFlag
+	tls    apiTLSFlags
 	json   bool
 }
 
@@ -137,6 +140,7 @@ func (a *admin) flags(usage, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet("memfs "+a.cmd, flag.ContinueOnError)
 	fs.StringVar(&a.apiURL, "api-url", "", "the memfs serve API (env MEMFS_API_URL; default "+defaultAPIURL+")")
 	a.apiKey = addKeyFlag(fs, "api-key", "the admin API key", "MEMFS_API_KEY")
+	a.tls.add(fs)
 	fs.BoolVar(&a.json, "json", false, "print the API's JSON objects instead of a readable summary")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: memfs %s %s\n\n%s\n\nFlags:\n", a.cmd, usage, strings.TrimSpace(help))
@@ -262,9 +266,13 @@ func (a *admin) client() (*client.Client, error) {
 		return nil, errors.New("no API key: set MEMFS_API_KEY (or pass --api-key-file) to the admin key memfs serve " +
 			"wrote to its data dir's admin.key, e.g. export MEMFS_API_KEY=$(cat DATA_DIR/admin.key)")
 	}
-	c, err := client.New(client.Options{BaseURL: a.apiURL, APIKey: key, UserAgent: "memfs-cli"})
+	tls, err := a.tls.resolve(a.io.getenv)
 	if err != nil {
-		return nil, usagef("--api-url: %v", strings.TrimPrefix(err.Error(), "client: "))
+		return nil, err
+	}
+	c, err := client.New(tls.options(client.Options{BaseURL: a.apiURL, APIKey: key, UserAgent: "memfs-cli"}))
+	if err != nil {
+		return nil, clientUsage(fmt.Errorf("--api-url: %w", err))
 	}
 	return c, nil
 }
@@ -294,6 +302,8 @@ func (a *admin) explain(err error) error {
 // answering. "" for any other error.
 func serviceHint(err error, apiURL string) string {
 	switch {
+	case errors.As(err, new(*client.CertificateError)):
+		return "" // the server answers; its message says what to do
 	case errors.Is(err, store.ErrUnauthorized):
 		return "the server refused the API key: set MEMFS_API_KEY (or --api-key-file) to the admin key memfs serve wrote to its data dir's admin.key"
 	case errors.Is(err, store.ErrUnavailable):

@@ -124,8 +124,8 @@ missing MOUNTPOINT is an error.
 
 -o takes mount(8)-style options, comma-separated, each a spelling of a
 flag (a later one wins): ro, rw, uid=N, gid=N, allow_other, api_url=,
-api_key_file=, state_dir=, sync_interval=, sync_quiet=, file_mode=, dir_mode=,
-umask=, x-mount.mkdir[=MODE] (--mkdir). Options that mount(8) and
+api_key_file=, ca_file=, insecure_http, state_dir=, sync_interval=,
+sync_quiet=, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE] (--mkdir). Options that mount(8) and
 systemd keep for themselves (defaults, noauto, nofail, _netdev, user,
 users, x-systemd.*) are ignored; any other is an error naming it. Called
 as mount.memfs (ln -s /usr/local/bin/memfs /sbin/mount.memfs), the
@@ -145,6 +145,8 @@ Flags:
 	}
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
 	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
+	var tlsFlags apiTLSFlags
+	tlsFlags.add(fset)
 	fset.StringVar(&storeID, "store", "", "the memory store id (memstore_...)")
 	fset.BoolVar(&readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
 	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
@@ -174,6 +176,10 @@ Flags:
 	if apiKey == "" {
 		return usagef("an admin key is required (%s): the admin key memfs serve wrote to its data dir's admin.key", keyFlag.sources())
 	}
+	tls, err := tlsFlags.resolve(os.Getenv)
+	if err != nil {
+		return err
+	}
 	interval, quiet, err := sf.parseSync()
 	if err != nil {
 		return usagef("%v", err)
@@ -196,9 +202,9 @@ Flags:
 	if err != nil {
 		return err
 	}
-	cl, err := client.New(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log})
+	cl, err := client.New(tls.options(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log}))
 	if err != nil {
-		return usagef("%v", err)
+		return clientUsage(err)
 	}
 	me, err := listenMetrics("mount", metricsListen, log)
 	if err != nil {

@@ -30,6 +30,7 @@ var mountOptionValues = map[string]string{
 	"umask":         "umask",
 	"api_url":       "api-url",
 	"api_key_file":  "api-key-file",
+	"ca_file":       "ca-file",
 	"state_dir":     "state-dir",
 	"sync_interval": "memory-sync-interval",
 	"sync_quiet":    "memory-sync-quiet",
@@ -41,6 +42,7 @@ var mountOptionSwitches = map[string]flagSetting{
 	"ro":            {"read-only", "true"},
 	"rw":            {"read-only", "false"},
 	"allow_other":   {"allow-other", "true"},
+	"insecure_http": {"insecure-http", "true"},
 	"x-mount.mkdir": {"mkdir", "true"},
 }
 
@@ -103,7 +105,7 @@ func parseMountOptions(s string, sloppy bool) (set []flagSetting, ignored, unkno
 			unknown = append(unknown, opt)
 			continue
 		}
-		errs = append(errs, fmt.Sprintf("unknown mount option %q (memfs knows ro, rw, uid=, gid=, allow_other, api_url=, api_key_file=, state_dir=, sync_interval=, sync_quiet=, file_mode=, dir_mode=, umask=, x-mount.mkdir)", opt))
+		errs = append(errs, fmt.Sprintf("unknown mount option %q (memfs knows ro, rw, uid=, gid=, allow_other, api_url=, api_key_file=, ca_file=, insecure_http, state_dir=, sync_interval=, sync_quiet=, file_mode=, dir_mode=, umask=, x-mount.mkdir)", opt))
 	}
 	if len(errs) > 0 {
 		return set, ignored, unknown, errors.New(strings.Join(errs, "; "))
@@ -130,7 +132,7 @@ func ignoredMountOption(opt string) bool {
 // check after parsing.
 func addMountOptionFlag(fset *flag.FlagSet) (check func() error) {
 	var first error
-	fset.Func("o", "mount(8)-style options, comma-separated: ro, rw, uid=N, gid=N, allow_other, api_url=URL, api_key_file=FILE, state_dir=DIR, sync_interval=DUR, sync_quiet=DUR, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users and x-systemd.* are accepted and ignored", func(s string) error {
+	fset.Func("o", "mount(8)-style options, comma-separated: ro, rw, uid=N, gid=N, allow_other, api_url=URL, api_key_file=FILE, ca_file=FILE, insecure_http, state_dir=DIR, sync_interval=DUR, sync_quiet=DUR, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users and x-systemd.* are accepted and ignored", func(s string) error {
 		set, _, _, err := parseMountOptions(s, false)
 		for _, fs := range set {
 			if err == nil {

@@ -26,6 +26,8 @@ func TestParseMountOptions(t *testing.T) {
 		{in: "api_url=http://127.0.0.1:8080/x?a=b,api_key_file=/etc/memfs/admin.key,state_dir=/var/lib/memfs,sync_interval=30s",
 			set: []flagSetting{{"api-url", "http://127.0.0.1:8080/x?a=b"}, {"api-key-file", "/etc/memfs/admin.key"}, {"state-dir", "/var/lib/memfs"}, {"memory-sync-interval", "30s"}}},
 		{in: "sync_quiet=off", set: []flagSetting{{"memory-sync-quiet", "off"}}},
+		{in: "api_url=https://memfs.internal:8443,ca_file=/etc/memfs/tls/ca.pem", set: []flagSetting{{"api-url", "https://memfs.internal:8443"}, {"ca-file", "/etc/memfs/tls/ca.pem"}}},
+		{in: "insecure_http", set: []flagSetting{{"insecure-http", "true"}}},
 		{in: "file_mode=0600,dir_mode=0700,umask=022", set: []flagSetting{{"file-mode", "0600"}, {"dir-mode", "0700"}, {"umask", "022"}}},
 		{in: "x-mount.mkdir", set: []flagSetting{{"mkdir", "true"}}},
 		{in: "x-mount.mkdir=0750", set: []flagSetting{{"mkdir", "0750"}}},

@@ -43,6 +43,8 @@ Flags:
 	}
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
 	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
+	var tlsFlags apiTLSFlags
+	tlsFlags.add(fset)
 	sd.add(fset)
 	if err := parseFlags(fset, args); err != nil {
 		return err
@@ -58,10 +60,14 @@ Flags:
 	if apiKey == "" {
 		return usagef("an admin key is required (%s)", keyFlag.sources())
 	}
-	log, _ := newLogger("text", "info")
-	api, err := client.New(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log})
+	tls, err := tlsFlags.resolve(os.Getenv)
 	if err != nil {
-		return usagef("%v", err)
+		return err
+	}
+	log, _ := newLogger("text", "info")
+	api, err := client.New(tls.options(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log}))
+	if err != nil {
+		return clientUsage(err)
 	}
 	journals := worker.LeftJournals(stateDir)
 	if len(journals) == 0 {

@@ -49,6 +49,10 @@ type serveConfig struct {
 	// adminKeyFlag is where runServe finds adminKey (--admin-key,
 	// --admin-key-file, MEMFS_ADMIN_KEY); memfs up sets adminKey itself.
 	adminKeyFlag *keyFlag
+	// tlsCertFile and tlsKeyFile are --tls-cert-file and --tls-key-file;
+	// tls is their pair, read by runServe (nil: plain HTTP).
+	tlsCertFile, tlsKeyFile string
+	tls                     *certPair
 	// ln, when set, is the socket to serve on, bound by the caller
 	// (memfs up binds before it writes its admin key); else serve binds
 	// listen itself.
@@ -111,8 +115,28 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxConnsPerAddr, "max-connections-per-address", 0, "connections from one IP address that have not authenticated yet (default: an eighth of those not kept for authenticated clients, at most 1024)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long a connection may stay open between requests")
 	fs.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "how long a client has to send a request's headers, and then its body (long polls and event streams send none, and are not bounded by it)")
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", envOr("", "MEMFS_TLS_CERT_FILE"), "serve HTTPS with this PEM certificate (chain), with --tls-key-file; both are read again on SIGHUP (env MEMFS_TLS_CERT_FILE)")
+	fs.StringVar(&c.tlsKeyFile, "tls-key-file", envOr("", "MEMFS_TLS_KEY_FILE"), "the PEM private key of --tls-cert-file (env MEMFS_TLS_KEY_FILE)")
 	addLogFlags(fs, &c.logFormat, &c.logLevel)
 	addMetricsFlag(fs, &c.metricsListen)
+}
+
+// checkTLS reads the TLS pair when one is given: both files or neither,
+// and a pair that loads and matches, else a usage error (before anything
+// is bound or created).
+func (c *serveConfig) checkTLS() error {
+	if (c.tlsCertFile == "") != (c.tlsKeyFile == "") {
+		return usagef("--tls-cert-file and --tls-key-file go together: give both (HTTPS) or neither (plain HTTP)")
+	}
+	if c.tlsCertFile == "" {
+		return nil
+	}
+	p, err := loadCertPair(c.tlsCertFile, c.tlsKeyFile)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	c.tls = p
+	return nil
 }
 
 // checkMaxMemories refuses a cap no store can use: below 1, or above
@@ -155,9 +179,16 @@ MEMFS_ADMIN_KEY; --admin-key works too, but shows the key to every user
 of the host in ps. SIGTERM or SIGINT finishes in-flight requests and
 exits 0.
 
+With --tls-cert-file and --tls-key-file it serves HTTPS (TLS 1.2 or
+later). SIGHUP reads both files again: new connections get the new
+certificate; a pair that does not load or match is logged as an error and
+the previous one goes on serving. Clients on other hosts need https://:
+they refuse to send a key over plain http:// to anything but loopback.
+
 Exit status: 0 stopped by a signal; 1 an error (an address already in
 use is found before anything is created in --data-dir); 2 a usage error
-(a bad flag, a --listen that is not HOST:PORT, a --db of another scheme).
+(a bad flag, a --listen that is not HOST:PORT, a --db of another scheme,
+one TLS file without the other, a TLS pair that does not load or match).
 
 Flags:
 `)
@@ -178,6 +209,9 @@ Flags:
 		return err
 	}
 	if err := checkMaxMemories(c.maxMemories); err != nil {
+		return err
+	}
+	if err := c.checkTLS(); err != nil {
 		return err
 	}
 	if c.idleTimeout <= 0 || c.readTimeout <= 0 {
@@ -202,8 +236,12 @@ Flags:
 	c.metrics = me.registerer()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	scheme := "http"
+	if c.tls != nil {
+		scheme = "https"
+	}
 	return serve(ctx, c, log, func(addr string) {
-		fmt.Printf("memfs serve: listening on http://%s\n", addr)
+		fmt.Printf("memfs serve: listening on %s://%s\n", scheme, addr)
 	})
 }
 
@@ -259,8 +297,25 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	// body has its own bound (BodyReadTimeout), and ConnGuard closes idle
 	// connections when the limits are reached.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: c.readTimeout, IdleTimeout: c.idleTimeout, ConnContext: server.ConnContext}
+	if c.tls != nil {
+		// The handshake is bounded by ReadHeaderTimeout, as a request's
+		// headers are. HTTP/1.1 only, as over plain HTTP: ConnGuard's
+		// rules (connTable) take a connection to carry one request at a
+		// time, which HTTP/2 streams would not.
+		hs.TLSConfig = c.tls.config()
+		hs.Protocols = new(http.Protocols)
+		hs.Protocols.SetHTTP1(true)
+		stopReload := c.tls.watchReload(ctx, log)
+		defer stopReload()
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(guard.Listener(ln)) }()
+	go func() {
+		if c.tls != nil {
+			served <- hs.ServeTLS(guard.Listener(ln), "", "")
+			return
+		}
+		served <- hs.Serve(guard.Listener(ln))
+	}()
 	pruneDone := make(chan struct{})
 	pruneCtx, cancelPrune := context.WithCancel(context.Background())
 	go func() {

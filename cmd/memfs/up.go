@@ -183,8 +183,12 @@ Flags:
 		return err
 	}
 	defer func() { stopServe(); <-served }()
+	// The service is this process's own listener: the keys never leave
+	// the host, whatever address it is bound to (--listen 0.0.0.0:8080,
+	// or one of the host's own addresses, which the plain-http rule of
+	// the client does not know for loopback).
 	apiURL := "http://" + addr
-	admin, err := client.New(client.Options{BaseURL: apiURL, APIKey: adminKey})
+	admin, err := client.New(client.Options{BaseURL: apiURL, APIKey: adminKey, AllowInsecureHTTP: true})
 	if err != nil {
 		return err
 	}
@@ -216,7 +220,7 @@ Flags:
 	// The demo session's end, as the worker reports it: before the mount,
 	// its error is why up fails.
 	demoEnded := make(chan error, 1)
-	w, err := worker.New(worker.Config{APIURL: apiURL, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
+	w, err := worker.New(worker.Config{APIURL: apiURL, AllowInsecureHTTP: true, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Quiet: quiet, Log: log, Status: status,
 		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
 		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools,

@@ -26,6 +26,7 @@ type workerFlags struct {
 	syncFlags
 	ownerFlags
 	apiURL, memoryRoot string
+	apiTLS             apiTLSFlags
 	replayKey          *keyFlag
 	metricsListen      string
 	tools              toolFlags
@@ -33,6 +34,7 @@ type workerFlags struct {
 
 func (f *workerFlags) add(fset *flag.FlagSet) {
 	fset.StringVar(&f.apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL", "ANTHROPIC_BASE_URL"), "the store service (env MEMFS_API_URL, ANTHROPIC_BASE_URL)")
+	f.apiTLS.add(fset)
 	fset.StringVar(&f.memoryRoot, "memory-root", envOr("/mnt/memory", "MEMFS_MEMORY_ROOT"), "parent of every mount path (env MEMFS_MEMORY_ROOT)")
 	f.replayKey = addKeyFlag(fset, "replay-api-key", "an admin key used to replay journals left behind at start", "MEMFS_REPLAY_API_KEY")
 	f.syncFlags.add(fset)
@@ -73,7 +75,11 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, err
 	}
-	cfg := worker.Config{APIURL: f.apiURL, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval, Quiet: quiet,
+	tls, err := f.apiTLS.resolve(os.Getenv)
+	if err != nil {
+		return worker.Config{}, err
+	}
+	cfg := worker.Config{APIURL: f.apiURL, CAFile: tls.caFile, AllowInsecureHTTP: tls.insecureHTTP, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval, Quiet: quiet,
 		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: replayKey, Log: log,
 		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
 	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {
@@ -87,7 +93,7 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 		cfg.Owner.UID, cfg.Owner.GID, cfg.OwnerFromMemoryRoot = cfg.Tools.User.UID, cfg.Tools.User.GID, false
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usagef("%v", err)
+		return cfg, clientUsage(err)
 	}
 	return cfg, nil
 }
@@ -170,7 +176,7 @@ Flags:
 	defer cfg.Status.Close() //nolint:errcheck
 	w, err := worker.New(cfg)
 	if err != nil {
-		return usagef("%v", err)
+		return clientUsage(err)
 	}
 	var cut atomic.Bool
 	ctx, stop := signals(log, func() { cut.Store(true); w.Abort() })
@@ -246,7 +252,7 @@ Flags:
 	defer cfg.Status.Close() //nolint:errcheck
 	s, err := worker.NewSession(cfg)
 	if err != nil {
-		return usagef("%v", err)
+		return clientUsage(err)
 	}
 	abort, cancelAbort := context.WithCancel(context.Background())
 	defer cancelAbort()

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/memfs/memfs/store"
@@ -39,10 +38,16 @@ func New(opts Options) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	hc := cleanhttp.DefaultPooledClient()
+	var hc *http.Client
 	if opts.HTTPClient != nil {
 		c := *opts.HTTPClient
 		hc = &c
+	} else {
+		tr, err := NewTransport(opts.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		hc = &http.Client{Transport: tr}
 	}
 	base := hc.Transport
 	if base == nil {
@@ -140,8 +145,7 @@ func (c *Client) do(ctx context.Context, req request, out any) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", req.method, req.path, ctx.Err())
 		}
-		return fmt.Errorf("%w: %w", &store.Error{Kind: store.ErrUnavailable,
-			Message: fmt.Sprintf("%s %s: no answer from the server at %s", req.method, req.path, c.base)}, err)
+		return noAnswer(c.base, req.method+" "+req.path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))

@@ -112,20 +112,20 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{APIKey: "k"}, "BaseURL is required"},
 		{Options{BaseURL: "127.0.0.1:8080", APIKey: "k"}, "http://"},
 		{Options{BaseURL: "http://h/?x=1", APIKey: "k"}, "query"},
-		{Options{BaseURL: "http://h"}, "APIKey is required"},
+		{Options{BaseURL: "http://localhost"}, "APIKey is required"},
 	} {
 		if err := tc.opts.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want an error with %q", tc.opts, err, tc.want)
 		}
 	}
-	o := Options{BaseURL: "http://h", APIKey: "k"}
+	o := Options{BaseURL: "http://localhost", APIKey: "k"}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if o.RetryMax != 4 || o.RetryWaitMin != 100*time.Millisecond || o.RetryWaitMax != 5*time.Second || o.Timeout != 30*time.Second {
 		t.Errorf("defaults = %+v", o)
 	}
-	o = Options{BaseURL: "http://h", APIKey: "k", RetryMax: -1}
+	o = Options{BaseURL: "http://localhost", APIKey: "k", RetryMax: -1}
 	if err := o.Validate(); err != nil || o.RetryMax != 0 {
 		t.Errorf("RetryMax -1 gave %d, %v", o.RetryMax, err)
 	}

@@ -11,6 +11,17 @@
 // kind, and memfs's own User-Agent. TestProtocolMatchesSDK sends each
 // call through both clients and compares them.
 //
+// # Transport security
+//
+// Every request carries a key, so a BaseURL of plain http:// must name
+// this host: "localhost", 127.0.0.0/8 or ::1, as written (names are not
+// looked up). Any other is refused by Options.Validate with an
+// *InsecureHTTPError, before a connection is made, unless
+// Options.AllowInsecureHTTP. For https://, the client trusts the system's
+// roots plus Options.CAFile's certificates (NewTransport, which other
+// HTTP clients of memfs serve use too); a certificate that fails
+// verification is a *CertificateError, not retried.
+//
 // # Errors
 //
 // Every error the server answers comes back as a *store.Error whose Kind is

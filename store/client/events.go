@@ -111,8 +111,7 @@ func (c *Client) StreamEvents(ctx context.Context, sessionID string) (*EventStre
 		} else if ctx.Err() != nil {
 			return nil, fmt.Errorf("GET %s: %w", path, ctx.Err())
 		}
-		return nil, fmt.Errorf("%w: %w", &store.Error{Kind: store.ErrUnavailable,
-			Message: fmt.Sprintf("GET %s: no answer from the server at %s", path, c.base)}, err)
+		return nil, noAnswer(c.base, "GET "+path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -22,17 +21,30 @@ const (
 // Options configure a Client. The zero value of every field but BaseURL and
 // APIKey selects its documented default.
 type Options struct {
-	// BaseURL is the server's root, e.g. http://127.0.0.1:8080 (required).
-	// Request paths (/v1/...) are appended to it, after any path it has.
+	// BaseURL is the server's root, e.g. http://127.0.0.1:8080 or
+	// https://memfs.example:8443 (required). Request paths (/v1/...) are
+	// appended to it, after any path it has. Plain http:// is for loopback
+	// hosts only, unless AllowInsecureHTTP.
 	BaseURL string
 	// APIKey is the credential (required): an admin key, an environment
 	// key or a session token. Every kind is sent as Authorization: Bearer,
 	// as the official SDK sends each (protocol.go).
 	APIKey string
 	// HTTPClient sends the requests (default: a pooled client of
-	// github.com/hashicorp/go-cleanhttp). Its Transport is wrapped to
-	// apply Timeout per attempt; the client itself is not modified.
+	// github.com/hashicorp/go-cleanhttp with NewTransport's transport).
+	// Its Transport is wrapped to apply Timeout per attempt; the client
+	// itself is not modified. It excludes CAFile.
 	HTTPClient *http.Client
+	// CAFile, when set, is a file of PEM certificates trusted for https://
+	// on top of the system's roots (NewTransport), e.g. the CA that signed
+	// memfs serve's --tls-cert-file.
+	CAFile string
+	// AllowInsecureHTTP lets the client send APIKey over plain http:// to
+	// a host that is not a loopback address (localhost, 127.0.0.0/8, ::1).
+	// Without it Validate refuses such a BaseURL with an
+	// *InsecureHTTPError, before any connection: the key would cross the
+	// network in the clear.
+	AllowInsecureHTTP bool
 	// RetryMax is how many times a failed attempt is retried (default 4;
 	// a negative value disables retries).
 	RetryMax int
@@ -58,18 +70,14 @@ func (o *Options) Validate() error {
 	if o.BaseURL == "" {
 		return errors.New("client: BaseURL is required (e.g. http://127.0.0.1:8080)")
 	}
-	u, err := url.Parse(o.BaseURL)
-	if err != nil {
-		return fmt.Errorf("client: BaseURL %q is not a URL (want e.g. http://127.0.0.1:8080): %w", o.BaseURL, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("client: BaseURL %q must be an http:// or https:// URL with a host", o.BaseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("client: BaseURL %q must not have a query or fragment", o.BaseURL)
+	if err := CheckBaseURL(o.BaseURL, o.AllowInsecureHTTP); err != nil {
+		return err
 	}
 	if o.APIKey == "" {
 		return errors.New("client: APIKey is required (an admin key or a session token)")
+	}
+	if o.CAFile != "" && o.HTTPClient != nil {
+		return errors.New("client: CAFile and HTTPClient are exclusive: give HTTPClient a transport from NewTransport(CAFile) instead")
 	}
 	switch {
 	case o.RetryMax == 0:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/netip"
 	"sync"
@@ -165,8 +166,12 @@ func (c *guardedConn) update(f func(*connTable, connID)) {
 type connCtxKey struct{}
 
 // ConnContext is the http.Server ConnContext hook that lets the Server
-// reach the ConnGuard of a connection from its requests.
+// reach the ConnGuard of a connection from its requests. Over TLS the
+// server hands it the *tls.Conn on top of the guarded one.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	if gc, ok := c.(*guardedConn); ok {
 		return context.WithValue(ctx, connCtxKey{}, gc)
 	}

@@ -97,6 +97,8 @@ const TestAdminKey = "sk-memfs-test-admin-key-0123456789"
 
 // Serve is a running memfs serve process.
 type Serve struct {
+	// URL is http://ADDR, or https://ADDR when Args hold serve's TLS
+	// flags.
 	URL      string
 	Addr     string
 	AdminKey string
@@ -160,15 +162,17 @@ func (s *Serve) start() {
 		for sc.Scan() {
 			line := sc.Text()
 			s.write(line + "\n")
-			if a, ok := strings.CutPrefix(line, "memfs serve: listening on http://"); ok {
-				addrc <- a
+			// http://ADDR, or https://ADDR with --tls-cert-file.
+			if u, ok := strings.CutPrefix(line, "memfs serve: listening on "); ok {
+				addrc <- u
 			}
 		}
 	}()
 	go func() { cmd.Wait(); close(s.done) }() //nolint:errcheck
 	select {
-	case a := <-addrc:
-		s.Addr, s.URL = a, "http://"+a
+	case u := <-addrc:
+		_, a, _ := strings.Cut(u, "://")
+		s.Addr, s.URL = a, u
 		// Restarts keep the same port, so clients keep working.
 		s.Opts.Listen = a
 	case <-s.done:
