@@ -161,11 +161,22 @@ func TestTLSWorkerSession(t *testing.T) {
 	}
 
 	st := e.newStore("Secure Notes", map[string]string{"/a.md": "a\n"})
-	w := e.startWorker("--ca-file", ca.file, "--memory-sync-interval", "5s")
+	// The session's tools run too: their sandbox reaches the API through
+	// the worker's proxy, which trusts what the worker trusts.
+	w := e.startToolsWorker(nil, "--ca-file", ca.file, "--memory-sync-interval", "5s")
 	sess := e.newSession(wkRW(st))
 	e.waitRunning(w, sess)
-	mtMustSh(t, sess.Resources[0].MountPath, `echo over-tls > b.md`)
-	e.waitStore(st, map[string]string{"/a.md": "a\n", "/b.md": "over-tls\n"}, wkSyncTimeout)
+	dir := sess.Resources[0].MountPath
+	mtMustSh(t, dir, `echo over-tls > b.md`)
+	pctx, cancel := context.WithTimeout(context.Background(), tlResultTimeout)
+	defer cancel()
+	post := exec.CommandContext(pctx, harness.Binary(t), "sessions", "events", "post", sess.ID, "--ca-file", ca.file, "--tool", "write", "--wait-result",
+		"--input", `{"file_path":"`+dir+`/c.md","content":"by a tool, over tls\n"}`)
+	post.Env = append(os.Environ(), "MEMFS_API_URL="+serve.URL, "MEMFS_API_KEY="+serve.AdminKey)
+	if out, err := post.CombinedOutput(); err != nil {
+		t.Fatalf("a write tool call over TLS: %v\n%s", err, out)
+	}
+	e.waitStore(st, map[string]string{"/a.md": "a\n", "/b.md": "over-tls\n", "/c.md": "by a tool, over tls\n"}, wkSyncTimeout)
 	wkStopWorker(t, w, syscall.SIGTERM)
 }
 

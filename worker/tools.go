@@ -81,7 +81,7 @@ type ToolsOptions struct {
 	// trees (the key files the worker was given).
 	Hide []string
 	// Transport carries the sandbox's API requests from the proxy to the
-	// API (default: a clone of http.DefaultTransport).
+	// API (Config.Validate: the worker's own, with its CA file).
 	Transport http.RoundTripper
 
 	bwrap, setpriv, exe string // found by validate
@@ -126,7 +126,7 @@ func (o *ToolsOptions) validate(stateDir string) error {
 		return fmt.Errorf("the agent's sandbox runs this binary, which could not be found: %w", err)
 	}
 	if o.Transport == nil {
-		o.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		o.Transport = http.DefaultTransport
 	}
 	return nil
 }

@@ -101,7 +101,8 @@ func (c *Config) Validate() error {
 	if err := client.CheckBaseURL(c.APIURL, c.AllowInsecureHTTP); err != nil {
 		return err
 	}
-	if _, err := client.NewTransport(c.CAFile); err != nil {
+	tr, err := client.NewTransport(c.CAFile)
+	if err != nil {
 		return err
 	}
 	if c.StateDir == "" {
@@ -136,6 +137,9 @@ func (c *Config) Validate() error {
 		c.Metrics = nopMetrics{}
 	}
 	if c.Tools != nil {
+		if c.Tools.Transport == nil {
+			c.Tools.Transport = tr // the sandbox's proxy trusts what the worker trusts
+		}
 		if err := c.Tools.validate(c.StateDir); err != nil {
 			return err
 		}
