@@ -137,7 +137,6 @@ func hasLog(hook *logtest.Hook, level logrus.Level, substr string) bool {
 	return false
 }
 
-
 // testKeys are the scan checks of a journal opened with testAuth.
 func testKeys() scanKeys {
 	return scanKeys{key: testAuth.Key, want: journalContext{storeID: testAuth.StoreID, identity: testAuth.Identity, session: testAuth.Session}}
