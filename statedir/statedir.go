@@ -163,7 +163,7 @@ func loadOrCreate(path string, gen func() []byte) ([]byte, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
-		tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+		tmp := fmt.Sprintf("%s.tmp-%d-%x", path, os.Getpid(), random(8))
 		if err := durable.WriteFile(tmp, gen(), 0o600); err != nil {
 			return nil, fmt.Errorf("create %s: %w", path, err)
 		}

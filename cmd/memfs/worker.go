@@ -159,6 +159,9 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
+	if err := prepareStateDir(cfg.StateDir, log); err != nil {
+		return err
+	}
 	cfg.Status = startStatus(cfg.StateDir, log)
 	defer cfg.Status.Close() //nolint:errcheck
 	w, err := worker.New(cfg)
@@ -234,6 +237,9 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
+	if err := prepareStateDir(cfg.StateDir, log); err != nil {
+		return err
+	}
 	cfg.Status = startStatus(cfg.StateDir, log)
 	defer cfg.Status.Close() //nolint:errcheck
 	s, err := worker.NewSession(cfg)

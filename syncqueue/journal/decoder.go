@@ -83,6 +83,8 @@ func (d *damage) Error() string { return fmt.Sprintf("offset %d: %s", d.off, d.r
 type scanKeys struct {
 	key  []byte
 	want journalContext
+	// trust reads version 1 as well, and checks nothing (Adopt).
+	trust bool
 }
 
 // scan decodes the journal image b, calling fn for each intact record in
@@ -103,7 +105,11 @@ func scan(b []byte, k scanKeys, fn func(r *record, raw []byte) error) (scanResul
 	var res scanResult
 	base, err := decodeHeader(b)
 	off := headerLen
+	ml := macLen
 	var refused *refusedError
+	if k.trust && errors.As(err, &refused) && binary.LittleEndian.Uint32(b[8:]) == 1 {
+		base, err, ml = binary.LittleEndian.Uint64(b[12:]), nil, 0
+	}
 	switch {
 	case errors.As(err, new(errVersion)), errors.As(err, &refused):
 		return res, err
@@ -116,7 +122,7 @@ func scan(b []byte, k scanKeys, fn func(r *record, raw []byte) error) (scanResul
 			res.end = int64(len(b))
 			return res, nil
 		}
-		next := resync(b, headerLen, nil)
+		next := resync(b, headerLen, nil, ml)
 		res.lost = append(res.lost, lostRange{Range{0, int64(next)}, d.reason})
 		off = next
 	default:
@@ -124,7 +130,7 @@ func scan(b []byte, k scanKeys, fn func(r *record, raw []byte) error) (scanResul
 	}
 	var s *sealer
 	session := k.want.session
-	if r, total, d := frameAt(b, off, nil); d == nil && r.typ == recContext {
+	if r, total, d := frameAt(b, off, nil, ml); d == nil && r.typ == recContext {
 		c := r.ctx
 		switch {
 		case k.key == nil:
@@ -135,7 +141,7 @@ func scan(b []byte, k scanKeys, fn func(r *record, raw []byte) error) (scanResul
 		}
 		if k.key != nil {
 			s = newSealer(k.key, c.storeID, c.identity, c.session)
-			if _, _, d := frameAt(b, off, s); d != nil {
+			if _, _, d := frameAt(b, off, s, ml); d != nil {
 				return res, &refusedError{"its CONTEXT record fails its authentication (HMAC): it was not written with this state dir's key"}
 			}
 		}
@@ -147,7 +153,7 @@ func scan(b []byte, k scanKeys, fn func(r *record, raw []byte) error) (scanResul
 	}
 	res.session = session
 	for off < len(b) {
-		r, total, d := frameAt(b, off, s)
+		r, total, d := frameAt(b, off, s, ml)
 		if d != nil && d.torn {
 			return torn(res, off, d.reason)
 		}
@@ -162,7 +168,7 @@ func scan(b []byte, k scanKeys, fn func(r *record, raw []byte) error) (scanResul
 			}
 		}
 		if d != nil {
-			next := resync(b, off+1, s)
+			next := resync(b, off+1, s, ml)
 			res.lost = append(res.lost, lostRange{Range{int64(off), int64(next)}, d.reason})
 			off = next
 			continue
@@ -185,7 +191,10 @@ type frameDamage struct {
 
 // frameAt decodes the record at b[off:], applying the torn-tail rules, and
 // checks its MAC with s (not when s is nil).
-func frameAt(b []byte, off int, s *sealer) (*record, int, *frameDamage) {
+//
+// ml is the length of the MAC after the payload: macLen, or 0 for a
+// version 1 journal (read only by Adopt).
+func frameAt(b []byte, off int, s *sealer, ml int) (*record, int, *frameDamage) {
 	rest := b[off:]
 	if len(rest) < frameHeaderLen {
 		return nil, 0, &frameDamage{reason: fmt.Sprintf("%d bytes at end of file, less than a record header", len(rest)), torn: true}
@@ -203,7 +212,7 @@ func frameAt(b []byte, off int, s *sealer) (*record, int, *frameDamage) {
 	if n == 0 || n > maxRecordLen {
 		return nil, 0, &frameDamage{reason: fmt.Sprintf("record length %d out of range", n)}
 	}
-	total := frameHeaderLen + int(n) + macLen
+	total := frameHeaderLen + int(n) + ml
 	if total > len(rest) {
 		return nil, 0, &frameDamage{reason: fmt.Sprintf("record of %d bytes runs past end of file (%d bytes left)", total, len(rest)), torn: true}
 	}
@@ -213,8 +222,8 @@ func frameAt(b []byte, off int, s *sealer) (*record, int, *frameDamage) {
 		}
 		return nil, 0, &frameDamage{reason: "record checksum mismatch, followed by more data"}
 	}
-	body := rest[frameHeaderLen : total-macLen]
-	if s != nil && !s.verify(body, rest[total-macLen:total]) {
+	body := rest[frameHeaderLen : total-ml]
+	if s != nil && !s.verify(body, rest[total-ml:total]) {
 		return nil, 0, &frameDamage{reason: "record authentication (HMAC) mismatch", forged: true}
 	}
 	r, err := decodeBody(body)
@@ -229,9 +238,9 @@ func frameAt(b []byte, off int, s *sealer) (*record, int, *frameDamage) {
 // over independent bytes make a false match about a 2^-64 event. A record
 // that passes both CRCs and fails its MAC (s) stops the search too: the
 // scan refuses the journal there.
-func resync(b []byte, from int, s *sealer) int {
+func resync(b []byte, from int, s *sealer, ml int) int {
 	for off := from; off+frameHeaderLen <= len(b); off++ {
-		if _, _, d := frameAt(b, off, s); d == nil || d.forged {
+		if _, _, d := frameAt(b, off, s, ml); d == nil || d.forged {
 			return off
 		}
 	}

@@ -223,3 +223,40 @@ func setAsideTime(p string) time.Time {
 	}
 	return time.Unix(0, ns)
 }
+
+// ErrNotRestored is matched by the error Restore returns when the
+// journal directory's own journal still holds pending changes: a held
+// journal is taken up only in place of an empty one.
+var ErrNotRestored = errors.New("the journal in place still holds pending changes")
+
+// Restore puts the held journal at heldPath (one ListSetAside listed)
+// back in place as dir's journal, for its session's next mount or replay
+// to take up. It takes dir's lock (ErrLocked when a mount holds it), and
+// refuses (ErrNotRestored) when the journal in place holds pending
+// changes; one without any is replaced. The move is a rename, made
+// durable; the held journal's directory is removed once empty.
+func Restore(dir, heldPath string) error {
+	if rel, err := filepath.Rel(filepath.Join(dir, HeldDir), heldPath); err != nil || strings.HasPrefix(rel, "..") || strings.Count(rel, "/") != 2 {
+		return fmt.Errorf("restore %s: not a held journal of %s", heldPath, dir)
+	}
+	lk, err := lockDir(dir)
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", heldPath, err)
+	}
+	defer lk.release() //nolint:errcheck
+	path := filepath.Join(dir, journalFileName)
+	if info, err := Inspect(dir); err != nil {
+		return fmt.Errorf("restore %s: %w", heldPath, err)
+	} else if info.Pending > 0 || info.Lost > 0 || info.Refused != "" {
+		return fmt.Errorf("restore %s: %w (%s)", heldPath, ErrNotRestored, path)
+	}
+	if err := os.Rename(heldPath, path); err != nil {
+		return fmt.Errorf("restore %s: %w", heldPath, err)
+	}
+	if err := durable.SyncDir(dir); err != nil {
+		return fmt.Errorf("restore %s: %w", heldPath, err)
+	}
+	os.Remove(filepath.Dir(heldPath))               // its <unix ns> directory, now empty
+	os.Remove(filepath.Dir(filepath.Dir(heldPath))) // and the session's, if that was the last
+	return nil
+}

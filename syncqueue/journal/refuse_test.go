@@ -276,3 +276,69 @@ func TestJournalOfAnotherSessionIsHeld(t *testing.T) {
 		t.Fatalf("reopened as sess_x: held %+v, refused %+v, pending %+v", j.Held(), j.Refused(), j.Pending())
 	}
 }
+
+// Adopt takes up a refused journal on an operator's word: a version 1
+// journal, and one of another state dir, become this state dir's, with
+// their pending state; the source is kept, renamed.
+func TestAdoptTakesUpARefusedJournal(t *testing.T) {
+	v1, err := os.ReadFile(fixtureV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := withJournal(t, v1)
+	opts, _ := testOpts()
+	n, err := Adopt(journalPath(dir), dir, opts)
+	if err != nil || n != 5 {
+		t.Fatalf("Adopt of the version 1 journal in place = %d, %v; want 5 changes", n, err)
+	}
+	j := open(t, dir, opts)
+	if j.Refused() != nil || len(j.Pending()) != 5 {
+		t.Fatalf("after Adopt: refused %+v, pending %d", j.Refused(), len(j.Pending()))
+	}
+	if got := pendingContents(j); got["mem_a"] != "a2\n" || got["local-4"] != "uploaded, then changed" {
+		t.Fatalf("pending after Adopt: %v", got)
+	}
+	closeJ(t, j)
+	kept, _ := filepath.Glob(filepath.Join(dir, RefusedDir, "*", journalFileName+TrustedSuffix))
+	if len(kept) != 1 {
+		t.Fatalf("the version 1 journal is not kept: %v", kept)
+	}
+	if got, _ := os.ReadFile(kept[0]); !bytes.Equal(got, v1) {
+		t.Fatal("the kept version 1 journal was changed")
+	}
+	if sa := ListSetAside(dir); len(sa) != 0 {
+		t.Fatalf("still listed as set aside: %+v", sa)
+	}
+
+	// One refused as another state dir's, taken up by its path.
+	scratch := Auth{Key: bytes.Repeat([]byte{0x22}, 32), Identity: "ffffffffffffffffffffffffffffffff", StoreID: testAuth.StoreID}
+	_, data := writeWith(t, scratch, "from elsewhere")
+	dir = withJournal(t, data)
+	r := openRefused(t, dir, data, "another state dir")
+	j = open(t, dir, opts)
+	if len(j.Pending()) != 1 {
+		t.Fatalf("pending before Adopt: %+v", j.Pending())
+	}
+	// Adopt refuses while the journal in place holds changes.
+	if _, err := Adopt(r.KeptAt, dir, opts); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Adopt while open: %v, want ErrLocked", err)
+	}
+	closeJ(t, j)
+	if _, err := Adopt(r.KeptAt, dir, opts); !errors.Is(err, ErrNotRestored) {
+		t.Fatalf("Adopt over pending changes: %v, want ErrNotRestored", err)
+	}
+	j = open(t, dir, opts)
+	for _, e := range j.Pending() {
+		if err := j.Confirm(e.FileID, e.LSN, "mem_new", "sha", e.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeJ(t, j)
+	if n, err := Adopt(r.KeptAt, dir, opts); err != nil || n != 1 {
+		t.Fatalf("Adopt = %d, %v", n, err)
+	}
+	j = open(t, dir, opts)
+	if got := pendingContents(j); got["fa"] != "from elsewhere" || j.Refused() != nil {
+		t.Fatalf("after Adopt: pending %v, refused %+v", got, j.Refused())
+	}
+}
