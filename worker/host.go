@@ -217,7 +217,7 @@ func mountAt(p string) (fs.MountInfo, bool) {
 func (h *host) engineOptions(api syncqueue.Store, session string, r store.SessionResource, log logrus.FieldLogger) syncqueue.EngineOptions {
 	return syncqueue.EngineOptions{
 		StoreID: r.MemoryStoreID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: r.Access == store.AccessReadOnly,
-		Session: session,
+		Session:      session,
 		SessionStore: true, StoreName: r.Name,
 		Interval: h.cfg.Interval, Quiet: h.cfg.Quiet, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
 		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log, OnLoad: h.cfg.OnLoad,

@@ -42,10 +42,10 @@ type statusReport struct {
 	// Held are journals of a session, set aside while another session
 	// mounted the store: that session's next run here uploads them, or
 	// memfs replay with an API key.
-	Held []worker.SetAsideJournal `json:"held_journals"`
-	Conflicts  int                  `json:"conflicts"`
-	ByStore    map[string]int       `json:"conflicts_by_store"`
-	Kept       []conflictEntry      `json:"conflict_log"`
+	Held      []worker.SetAsideJournal `json:"held_journals"`
+	Conflicts int                      `json:"conflicts"`
+	ByStore   map[string]int           `json:"conflicts_by_store"`
+	Kept      []conflictEntry          `json:"conflict_log"`
 }
 
 // mountEntry is a memfs mount in the kernel's table that no process of
