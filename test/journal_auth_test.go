@@ -137,6 +137,35 @@ func TestJournalPlantedFromScratchStateDir(t *testing.T) {
 	if refused, _ := ajStatus(t, e.stateDir); len(refused) != 0 {
 		t.Errorf("memfs status still lists %+v after its removal", refused)
 	}
+
+	// memfs replay refuses it too; --trust-journal, an operator's word,
+	// takes it up, and the key uploads it.
+	wkWriteFile(t, dir, "journal", planted, 0o600)
+	keyFile := wkWriteFile(t, t.TempDir(), "admin.key", []byte(e.serve.AdminKey+"\n"), 0o600)
+	replay := []string{"replay", "--api-url", e.serve.URL, "--api-key-file", keyFile, "--state-dir", e.stateDir}
+	out, errb, code := cvMemfs(t, nil, replay...)
+	if code != 0 || !strings.Contains(out, st+": 0 uploaded") {
+		t.Errorf("memfs replay of a planted journal: exit %d:\n%s%s", code, out, errb)
+	}
+	e.checkStore(st, map[string]string{"/a.md": "a1\n", "/y.md": "y\n"})
+	refused, _ = ajStatus(t, e.stateDir)
+	if len(refused) != 1 {
+		t.Fatalf("memfs replay did not refuse the planted journal: %+v", refused)
+	}
+	out, errb, code = cvMemfs(t, nil, append(replay, "--trust-journal", refused[0].Path)...)
+	if code != 0 || !strings.Contains(out, "took up 2 pending change(s)") {
+		t.Errorf("memfs replay --trust-journal: exit %d:\n%s%s", code, out, errb)
+	}
+	e.checkStore(st, map[string]string{"/a.md": "forged\n", "/y.md": "y\n", "/evil.md": "evil\n"})
+	if vs := ajVersionsOf(t, e, st, "/evil.md"); len(vs) != 1 || vs[0].CreatedBy == nil || vs[0].CreatedBy.Type != store.ActorAPI {
+		t.Errorf("the versions of /evil.md after --trust-journal: %+v, want one by the key", vs)
+	}
+	if _, err := os.Stat(refused[0].Path + ".trusted"); err != nil {
+		t.Errorf("the journal taken up is not kept: %v", err)
+	}
+	if refused, _ := ajStatus(t, e.stateDir); len(refused) != 0 {
+		t.Errorf("memfs status still lists %+v after --trust-journal", refused)
+	}
 }
 
 // ajKilledSession runs session X of store st with memfs session, makes a
@@ -219,6 +248,12 @@ func TestJournalChangesKeepTheirSession(t *testing.T) {
 
 		y := e.newSession(wkRW(st)) // X's item is still leased: Y's comes first
 		p := ajRunSession(t, e, y.ID, "--memory-sync-interval", "5s")
+		// A pass of Y's mount goes up, and X's change is not in it.
+		mtMustSh(t, y.Resources[0].MountPath, `printf 'by y\n' > y.md`)
+		e.waitStore(st, map[string]string{"/a.md": "a1\n", "/y.md": "by y\n"}, wkSyncTimeout)
+		if vs := ajVersionsOf(t, e, st, "/x.md"); len(vs) != 0 {
+			t.Fatalf("X's change went up while Y had the store: %+v", vs)
+		}
 		p.WaitOutput(1, 0, "holds changes written in session "+x.ID)
 		_, held := ajStatus(t, e.stateDir)
 		if len(held) != 1 || held[0].Session != x.ID || held[0].StoreID != st {
@@ -230,8 +265,6 @@ func TestJournalChangesKeepTheirSession(t *testing.T) {
 		if out, _, _ := cvMemfs(t, nil, "status", "--state-dir", e.stateDir); !strings.Contains(out, "HELD JOURNALS") || !strings.Contains(out, "waiting for session "+x.ID+"'s next run") {
 			t.Errorf("memfs status does not show the held journal:\n%s", out)
 		}
-		mtMustSh(t, y.Resources[0].MountPath, `printf 'by y\n' > y.md`)
-		e.waitStore(st, map[string]string{"/a.md": "a1\n", "/y.md": "by y\n"}, wkSyncTimeout)
 		p.Signal(syscall.SIGTERM)
 		if code := p.Wait(wkExitTimeout); code != 0 {
 			t.Fatalf("memfs session of Y exited %d:\n%s", code, p.Output())

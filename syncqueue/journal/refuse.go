@@ -256,7 +256,10 @@ func Restore(dir, heldPath string) error {
 	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("restore %s: %w", heldPath, err)
 	}
-	os.Remove(filepath.Dir(heldPath))               // its <unix ns> directory, now empty
-	os.Remove(filepath.Dir(filepath.Dir(heldPath))) // and the session's, if that was the last
+	// Its <unix ns> directory, now empty, then the session's and held/
+	// if that was the last (os.Remove leaves a directory that is not).
+	for d := filepath.Dir(heldPath); d != dir; d = filepath.Dir(d) {
+		os.Remove(d)
+	}
 	return nil
 }

@@ -342,3 +342,45 @@ func TestAdoptTakesUpARefusedJournal(t *testing.T) {
 		t.Fatalf("after Adopt: pending %v, refused %+v", got, j.Refused())
 	}
 }
+
+// A held journal goes back in place for its session, in place of an
+// empty journal only.
+func TestRestoreHeldJournal(t *testing.T) {
+	x := testAuth
+	x.Session = "sess_x"
+	_, data := writeWith(t, x, "by x")
+	dir := withJournal(t, data)
+	y := testAuth
+	y.Session = "sess_y"
+	opts, _ := testOpts()
+	opts.Auth = y
+	j := open(t, dir, opts)
+	h := j.Held()
+	put(t, j, "fy", "/y.md", "by y")
+	if err := Restore(dir, h.KeptAt); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Restore while Y's journal is open: %v, want ErrLocked", err)
+	}
+	closeJ(t, j)
+	if err := Restore(dir, h.KeptAt); !errors.Is(err, ErrNotRestored) {
+		t.Fatalf("Restore over Y's pending change: %v, want ErrNotRestored", err)
+	}
+	if err := Restore(dir, journalPath(dir)); err == nil {
+		t.Fatal("Restore of a path that is not a held journal worked")
+	}
+	j = open(t, dir, opts)
+	for _, e := range j.Pending() {
+		confirm(t, j, e.FileID, e.LSN, "mem_y", "sha", e.Path)
+	}
+	closeJ(t, j)
+	if err := Restore(dir, h.KeptAt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, HeldDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the held directory is left: %v", err)
+	}
+	opts.Auth = x
+	j = open(t, dir, opts)
+	if got := pendingContents(j); got["fa"] != "by x" || len(got) != 1 || j.Held() != nil {
+		t.Fatalf("X's journal after Restore: pending %v, held %+v", got, j.Held())
+	}
+}
