@@ -316,3 +316,50 @@ func TestJournalChangesKeepTheirSession(t *testing.T) {
 		}
 	})
 }
+
+// A state dir another user owns is refused at start, exit 2, before
+// anything is mounted or replayed; one open to group and others is
+// closed, with one warning.
+func TestStateDirOfAnotherUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	e := newMtEnv(t, map[string]string{"/a.md": "a\n"})
+	if err := os.MkdirAll(filepath.Join(e.stateDir, "stores"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(e.stateDir, "stores"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := wkWriteFile(t, t.TempDir(), "admin.key", []byte(e.serve.AdminKey+"\n"), 0o600)
+	mo := e.opts()
+	mo.APIKeyFile = keyFile
+	for _, args := range [][]string{
+		mo.CommandArgs(),
+		{"replay", "--api-url", e.serve.URL, "--api-key-file", keyFile, "--state-dir", e.stateDir},
+	} {
+		out, errb, code := cvMemfs(t, nil, args...)
+		if code != 2 || !strings.Contains(errb, "is owned by uid 65534") {
+			t.Errorf("memfs %s with a state dir of another user: exit %d, want 2:\n%s%s", args[0], code, out, errb)
+		}
+	}
+	if harness.IsMounted(e.dir) {
+		t.Fatal("mounted anyway")
+	}
+
+	if err := os.Chown(filepath.Join(e.stateDir, "stores"), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(e.stateDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	m := e.mount()
+	if n := len(m.Lines("the state dir was open to other users")); n != 1 {
+		t.Errorf("%d warnings about the open state dir, want 1:\n%s", n, m.Output())
+	}
+	if fi, err := os.Stat(e.stateDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the state dir's mode after the mount: %v, %v", fi.Mode().Perm(), err)
+	}
+	mtStop(t, m)
+}
