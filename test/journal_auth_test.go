@@ -326,6 +326,7 @@ func TestStateDirOfAnotherUser(t *testing.T) {
 		t.Skip("chown needs root")
 	}
 	e := newMtEnv(t, map[string]string{"/a.md": "a\n"})
+	t.Cleanup(func() { harness.DetachUnder(filepath.Dir(e.dir)) }) // a mount that should not have been
 	if err := os.MkdirAll(filepath.Join(e.stateDir, "stores"), 0o700); err != nil {
 		t.Fatal(err)
 	}
