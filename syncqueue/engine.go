@@ -294,7 +294,11 @@ func (e *Engine) openJournal() (*journal.Journal, error) {
 		return nil, err
 	}
 	auth.Session, auth.AnySession = e.opts.Session, e.opts.AnySession
-	j, err := journal.Open(JournalDir(e.opts.StateDir, e.opts.StoreID), journal.Options{Log: e.log, Auth: auth})
+	dir := JournalDir(e.opts.StateDir, e.opts.StoreID)
+	if !e.opts.AnySession {
+		e.restoreHeld(dir)
+	}
+	j, err := journal.Open(dir, journal.Options{Log: e.log, Auth: auth})
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +307,25 @@ func (e *Engine) openJournal() (*journal.Journal, error) {
 			Warnf("replaying changes written in session %s, uploaded with the replay API key (the store's versions name the key as their actor, not the session)", j.Session())
 	}
 	return j, nil
+}
+
+// restoreHeld puts the oldest journal held in dir for this engine's
+// session back in place, when the journal in place has nothing pending
+// (see "Sessions" in syncqueue/journal): a session's (or an API key's)
+// next mount here uploads what it left while another session had the
+// store. When it can't, the journal stays held, and memfs status lists it.
+func (e *Engine) restoreHeld(dir string) {
+	for _, sa := range journal.ListSetAside(dir) {
+		if !sa.Held || sa.Session != e.opts.Session {
+			continue
+		}
+		if err := journal.Restore(dir, sa.Path); err != nil {
+			e.log.WithError(err).Warn("a journal held for this session's next mount could not be put back in place yet; it stays held")
+			return
+		}
+		e.log.WithField("held_at", sa.Path).Info("took up the changes this session left while another session had the store")
+		return
+	}
 }
 
 // Open checks the store, opens (and locks) its journal, lists every

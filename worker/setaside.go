@@ -10,7 +10,6 @@ import (
 
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
-	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // SetAsideJournal is a journal a mount did not take up, kept in the state
@@ -50,25 +49,15 @@ func SetAsideJournals(stateDir string) (refused, held []SetAsideJournal) {
 	return refused, held
 }
 
-// heldJournals lists the journals of storeID held for session.
-func heldJournals(stateDir, storeID, session string) []journal.SetAside {
-	var out []journal.SetAside
-	for _, sa := range journal.ListSetAside(syncqueue.JournalDir(stateDir, storeID)) {
-		if sa.Held && sa.Session == session {
-			out = append(out, sa)
-		}
-	}
-	return out
-}
-
-// takeUp readies storeID's journal for a mount (or replay) by session,
-// whose token api holds (see "Sessions" in syncqueue/journal): changes
-// another session wrote there are replayed first with the replay API key
-// when the worker has one (the key is their actor, and the log says which
-// session wrote them), else set aside for that session; then a journal
-// held for session itself is put back in place, so that its mount
-// uploads it with its own token. Nothing is ever dropped: what can't be
-// done now stays on disk, and memfs status lists it.
+// takeUp readies storeID's journal for a mount (or replay) by session
+// (see "Sessions" in syncqueue/journal): changes another session wrote
+// there are replayed first with the replay API key when the worker has
+// one (the key is their actor, and the log says which session wrote
+// them), else set aside for that session. Then the journal in place holds
+// nothing of another session's, and the mount's engine puts back a
+// journal held for session itself, to upload it with its own token.
+// Nothing is ever dropped: what can't be done now stays on disk, and
+// memfs status lists it.
 func (h *host) takeUp(ctx context.Context, storeID, session string, log logrus.FieldLogger) {
 	dir := syncqueue.JournalDir(h.cfg.StateDir, storeID)
 	if _, err := os.Stat(dir); err != nil {
@@ -93,14 +82,4 @@ func (h *host) takeUp(ctx context.Context, storeID, session string, log logrus.F
 		log.WithFields(logrus.Fields{"written_in_session": held.Session, "pending": held.Pending, "kept_at": held.KeptAt}).
 			Warnf("the store's journal holds changes written in session %s: they are not uploaded with this session's token; kept, waiting for session %s's next run on this host, or memfs replay with an API key", held.Session, held.Session)
 	}
-	mine := heldJournals(h.cfg.StateDir, storeID, session)
-	if len(mine) == 0 {
-		return
-	}
-	if err := journal.Restore(dir, mine[0].Path); err != nil {
-		log.WithError(err).Warn("a journal held for this session could not be put back in place; it stays held")
-		return
-	}
-	log.WithFields(logrus.Fields{"held_at": mine[0].Path, "still_held": len(mine) - 1}).
-		Info("took up the changes this session left on this host while another session had the store: its mount uploads them with this session's token")
 }
