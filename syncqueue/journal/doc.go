@@ -183,12 +183,13 @@
 // it. Open with Auth.Session Y finding pending changes of session X sets
 // the journal aside, untouched, at held/<X>/<unix ns>/journal and starts a
 // fresh one: X's changes are never uploaded with Y's credential, which
-// would credit them to Y. Journal.Held reports it. The worker takes a held
-// journal up again when X runs on this host, and memfs replay (with its
-// API key as the actor, and saying so) opens with Auth.AnySession, which
-// takes up a journal of any session and keeps writing it as that
-// session's. A journal of another session with nothing pending is simply
-// replaced.
+// would credit them to Y. Journal.Held reports it. [Restore] puts a held
+// journal back in place of one with nothing pending: the sync engine does
+// that before it opens the journal for X again, so X's next run on this
+// host uploads them with X's token. memfs replay (with its API key as the
+// actor, and saying so) opens with Auth.AnySession, which takes up a
+// journal of any session and keeps writing it as that session's. A
+// journal of another session with nothing pending is simply replaced.
 //
 // # Damage
 //
