@@ -384,3 +384,23 @@ func TestRestoreHeldJournal(t *testing.T) {
 		t.Fatalf("X's journal after Restore: pending %v, held %+v", got, j.Held())
 	}
 }
+
+// A symlink planted as the lock file is not followed: Open fails and its
+// target is untouched.
+func TestLockFileSymlinkIsNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(target, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, lockFileName)); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := testOpts()
+	if _, err := Open(dir, opts); err == nil {
+		t.Fatal("Open with a symlinked lock file worked")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Fatalf("the lock file's symlink target was changed to %q", b)
+	}
+}
