@@ -226,7 +226,12 @@ func (j *Journal) load(loose bool) error {
 	if len(b) == 0 {
 		res.lost = []lostRange{{Range{0, 0}, "the journal is empty (0 bytes): it was truncated, and whatever it held is lost"}}
 	}
-	if len(res.lost) > 0 || res.ctx == nil {
+	if res.ctx == nil && len(res.lost) == 0 {
+		// Cut off before or within its CONTEXT record (a live journal is
+		// created with it in one durable write): what it held is lost.
+		res.lost = []lostRange{{Range{headerLen, int64(len(b))}, "the journal ends before its CONTEXT record"}}
+	}
+	if len(res.lost) > 0 {
 		// A damaged CONTEXT record is rewritten too.
 		return j.salvage(b, st, res)
 	}

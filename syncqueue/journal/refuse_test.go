@@ -404,3 +404,26 @@ func TestLockFileSymlinkIsNotFollowed(t *testing.T) {
 		t.Fatalf("the lock file's symlink target was changed to %q", b)
 	}
 }
+
+// A journal cut off before or within its CONTEXT record is damage, not a
+// crash of Open.
+func TestJournalCutInItsContextRecord(t *testing.T) {
+	_, data := writeWith(t, testAuth, "one")
+	for _, n := range []int{headerLen, headerLen + 5, int(testEmptyLen) - 1} {
+		dir := withJournal(t, data[:n])
+		opts, hook := testOpts()
+		j := open(t, dir, opts)
+		if d := j.Damage(); d == nil || j.Refused() != nil || len(j.Pending()) != 0 {
+			t.Fatalf("cut at %d: damage %+v, refused %+v, pending %+v", n, d, j.Refused(), j.Pending())
+		}
+		if !hasLog(hook, logrus.ErrorLevel, "JOURNAL DAMAGED") {
+			t.Fatalf("cut at %d: nothing logged", n)
+		}
+		closeJ(t, j)
+		j = open(t, dir, opts)
+		if j.Damage() != nil {
+			t.Fatalf("cut at %d: the salvaged journal is damaged again", n)
+		}
+		closeJ(t, j)
+	}
+}
