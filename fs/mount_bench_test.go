@@ -81,7 +81,8 @@ func (o *opTimer) report(b *testing.B, files int) {
 func mountForBench(b *testing.B, n int, obs OpObserver, files ...File) (string, *Tree) {
 	b.Helper()
 	needFUSE(b)
-	j, err := journal.Open(filepath.Join(b.TempDir(), "journal"), journal.Options{})
+	auth := journal.Auth{Key: make([]byte, 32), Identity: "bench", StoreID: mountStoreID}
+	j, err := journal.Open(filepath.Join(b.TempDir(), "journal"), journal.Options{Auth: auth})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/statedir"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/syncqueue/journal"
 )
@@ -56,6 +57,15 @@ type EngineOptions struct {
 	// StateDir is the worker's state directory; the store's journal lives
 	// in StateDir/stores/<StoreID> (required unless ReadOnly).
 	StateDir string
+	// Session is the session whose token Store holds ("" for an API
+	// key): the journal records it, and a journal written in another
+	// session is set aside for it, never uploaded with this credential
+	// (see "Sessions" in syncqueue/journal).
+	Session string
+	// AnySession takes up a journal written in any session, uploading its
+	// changes with this credential (memfs replay and the worker's
+	// --replay-api-key: an API key, which is its own actor). Logged.
+	AnySession bool
 	// ReadOnly mounts without a journal and never uploads.
 	ReadOnly bool
 	// Interval is the flusher's period (default 15 s, at least 5 s): the
@@ -231,6 +241,37 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 // Tree is the local tree to mount (after Open).
 func (e *Engine) Tree() *fs.Tree { return e.tree }
 
+// JournalAuth is what makes a journal of storeID stateDir's own: the state
+// dir's identity and key (created the first time), for an API key's
+// session (set Session for a session's).
+func JournalAuth(stateDir, storeID string) (journal.Auth, error) {
+	keys, err := statedir.LoadKeys(stateDir)
+	if err != nil {
+		return journal.Auth{}, fmt.Errorf("the state dir's journal key: %w", err)
+	}
+	return journal.Auth{Key: keys.Key, Identity: keys.Identity, StoreID: storeID}, nil
+}
+
+// CheckJournal opens storeID's journal in stateDir as session's and closes
+// it again, as a mount would open it, before anything is mounted: a
+// journal that is not the state dir's own is refused, one with changes of
+// another session set aside for it (both logged to log), one of session
+// itself left in place. It reports what it set aside.
+func CheckJournal(stateDir, storeID, session string, log logrus.FieldLogger) (*journal.Refusal, *journal.Held, error) {
+	auth, err := JournalAuth(stateDir, storeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth.Session = session
+	j, err := journal.Open(JournalDir(stateDir, storeID), journal.Options{Log: log, Auth: auth})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return j.Refused(), j.Held(), j.Close(ctx)
+}
+
 // JournalDir is where this store's journal lives.
 func JournalDir(stateDir, storeID string) string {
 	return filepath.Join(stateDir, "stores", storeID)
@@ -243,6 +284,48 @@ func (e *Engine) locked(fn func()) {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
 	fn()
+}
+
+// openJournal opens the store's journal as this state dir's and this
+// session's (statedir.LoadKeys), and logs what it set aside.
+func (e *Engine) openJournal() (*journal.Journal, error) {
+	auth, err := JournalAuth(e.opts.StateDir, e.opts.StoreID)
+	if err != nil {
+		return nil, err
+	}
+	auth.Session, auth.AnySession = e.opts.Session, e.opts.AnySession
+	dir := JournalDir(e.opts.StateDir, e.opts.StoreID)
+	if !e.opts.AnySession {
+		e.restoreHeld(dir)
+	}
+	j, err := journal.Open(dir, journal.Options{Log: e.log, Auth: auth})
+	if err != nil {
+		return nil, err
+	}
+	if e.opts.AnySession && j.Session() != e.opts.Session && len(j.Snapshot()) > 0 {
+		e.log.WithFields(logrus.Fields{"written_in_session": j.Session(), "pending": len(j.Snapshot())}).
+			Warnf("replaying changes written in session %s, uploaded with the replay API key (the store's versions name the key as their actor, not the session)", j.Session())
+	}
+	return j, nil
+}
+
+// restoreHeld puts the oldest journal held in dir for this engine's
+// session back in place, when the journal in place has nothing pending
+// (see "Sessions" in syncqueue/journal): a session's (or an API key's)
+// next mount here uploads what it left while another session had the
+// store. When it can't, the journal stays held, and memfs status lists it.
+func (e *Engine) restoreHeld(dir string) {
+	for _, sa := range journal.ListSetAside(dir) {
+		if !sa.Held || sa.Session != e.opts.Session {
+			continue
+		}
+		if err := journal.Restore(dir, sa.Path); err != nil {
+			e.log.WithError(err).Warn("a journal held for this session's next mount could not be put back in place yet; it stays held")
+			return
+		}
+		e.log.WithField("held_at", sa.Path).Info("took up the changes this session left while another session had the store")
+		return
+	}
 }
 
 // Open checks the store, opens (and locks) its journal, lists every
@@ -263,7 +346,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.name = st.Name
 	}
 	if !readOnly {
-		j, err := journal.Open(JournalDir(e.opts.StateDir, e.opts.StoreID), journal.Options{Log: e.log})
+		j, err := e.openJournal()
 		if err != nil {
 			return err
 		}

@@ -370,7 +370,13 @@ func (r *rnd) logJournal() {
 	if r.stateDir == "" {
 		return
 	}
-	j, err := journal.Open(syncqueue.JournalDir(r.stateDir, r.storeID), journal.Options{Log: r.log})
+	auth, err := syncqueue.JournalAuth(r.stateDir, r.storeID)
+	if err != nil {
+		r.t.Logf("the journal's key: %v", err)
+		return
+	}
+	auth.AnySession = true
+	j, err := journal.Open(syncqueue.JournalDir(r.stateDir, r.storeID), journal.Options{Log: r.log, Auth: auth})
 	if err != nil {
 		r.t.Logf("open the journal: %v", err)
 		return

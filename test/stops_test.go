@@ -172,7 +172,12 @@ func TestMountLeftInJournal(t *testing.T) {
 // holds exactly want as pending changes: path -> content.
 func stCheckJournal(t *testing.T, stateDir, storeID string, want map[string]string) {
 	t.Helper()
-	j, err := journal.Open(syncqueue.JournalDir(stateDir, storeID), journal.Options{})
+	auth, err := syncqueue.JournalAuth(stateDir, storeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.AnySession = true
+	j, err := journal.Open(syncqueue.JournalDir(stateDir, storeID), journal.Options{Auth: auth})
 	if err != nil {
 		t.Fatalf("open the journal left behind: %v", err)
 	}

@@ -209,13 +209,15 @@ func mountAt(p string) (fs.MountInfo, bool) {
 	return top, found
 }
 
-// engineOptions are the sync engine's options for one store a session
-// attaches (r): api holds the session token, which is used only on the
+// engineOptions are the sync engine's options for one store session
+// attaches (r): api holds the session token (so the journal is session's,
+// see "Sessions" in syncqueue/journal), which is used only on the
 // routes the official worker uses it on, so the store's name comes from
 // the session's resources (SessionStore).
-func (h *host) engineOptions(api syncqueue.Store, r store.SessionResource, log logrus.FieldLogger) syncqueue.EngineOptions {
+func (h *host) engineOptions(api syncqueue.Store, session string, r store.SessionResource, log logrus.FieldLogger) syncqueue.EngineOptions {
 	return syncqueue.EngineOptions{
 		StoreID: r.MemoryStoreID, Store: api, StateDir: h.cfg.StateDir, ReadOnly: r.Access == store.AccessReadOnly,
+		Session:      session,
 		SessionStore: true, StoreName: r.Name,
 		Interval: h.cfg.Interval, Quiet: h.cfg.Quiet, Deletions: h.cfg.Deletions, DeleteDelay: h.cfg.DeleteDelay,
 		PollWait: h.cfg.PollWait, Owner: h.owner(), Log: log, OnLoad: h.cfg.OnLoad,

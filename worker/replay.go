@@ -62,10 +62,16 @@ func InspectJournals(stateDir string) []journal.Info {
 // ReplayStore pushes a journal left behind with api's credential, without
 // mounting: the store is loaded, the pending changes are uploaded with
 // their preconditions (store-wins applies; losers go to the conflict log),
-// deletes included, bounded like a final sync. left is what the journal
-// still holds afterwards (all of it when the replay could not start).
-func ReplayStore(ctx context.Context, api syncqueue.Store, stateDir, storeID string, log logrus.FieldLogger) (res syncqueue.SyncResult, left syncqueue.Left, err error) {
-	eng, err := syncqueue.NewEngine(syncqueue.EngineOptions{StoreID: storeID, Store: api, StateDir: stateDir, Interval: syncqueue.MinInterval, Log: log})
+// deletes included, bounded like a final sync. session is the session
+// whose token api holds; "" for an API key, which takes up a journal
+// written in any session (the store's versions then name the key as the
+// actor, and the log says which session wrote the changes). A journal of
+// another session is set aside for it by a session's replay, never
+// uploaded with its token. left is what the journal still holds
+// afterwards (all of it when the replay could not start).
+func ReplayStore(ctx context.Context, api syncqueue.Store, stateDir, storeID, session string, log logrus.FieldLogger) (res syncqueue.SyncResult, left syncqueue.Left, err error) {
+	eng, err := syncqueue.NewEngine(syncqueue.EngineOptions{StoreID: storeID, Store: api, StateDir: stateDir, Interval: syncqueue.MinInterval,
+		Session: session, AnySession: session == "", Log: log})
 	if err != nil {
 		return res, leftOnDisk(stateDir, storeID), err
 	}
@@ -77,19 +83,72 @@ func ReplayStore(ctx context.Context, api syncqueue.Store, stateDir, storeID str
 	return res, eng.Left(), err
 }
 
-// ReplayAll replays every journal left in a state dir, logging each, and
+// replayWithKey replays, with api (an API key), the store's journal and
+// then, one after the other, the journals held for the sessions keep
+// accepts (see "Sessions" in syncqueue/journal): each is put back in
+// place and replayed. It stops at the first that leaves changes or
+// fails; the rest stay held. res sums the uploads.
+func replayWithKey(ctx context.Context, api syncqueue.Store, stateDir, storeID string, keep func(session string) bool, log logrus.FieldLogger) (res syncqueue.SyncResult, left syncqueue.Left, err error) {
+	dir := syncqueue.JournalDir(stateDir, storeID)
+	if info, ierr := journal.Inspect(dir); ierr == nil && (info.Pending > 0 || info.Lost > 0) && keep(info.Session) {
+		if res, left, err = ReplayStore(ctx, api, stateDir, storeID, "", log); err != nil || !left.Empty() {
+			return res, left, err
+		}
+	}
+	for _, sa := range journal.ListSetAside(dir) {
+		if !sa.Held || !keep(sa.Session) {
+			continue
+		}
+		if err := journal.Restore(dir, sa.Path); err != nil {
+			return res, leftOnDisk(stateDir, storeID), err
+		}
+		r, l, err := ReplayStore(ctx, api, stateDir, storeID, "", log.WithField("held_for_session", sa.Session))
+		res.Uploaded, res.Deleted = res.Uploaded+r.Uploaded, res.Deleted+r.Deleted
+		if left = l; err != nil || !l.Empty() {
+			return res, left, err
+		}
+	}
+	return res, left, nil
+}
+
+// ReplayAll replays, with api (an API key), every journal left in a state
+// dir, the journals held for sessions included, logging each, and
 // returns what each left.
 func ReplayAll(ctx context.Context, api syncqueue.Store, stateDir string, log logrus.FieldLogger) []syncqueue.Left {
 	var out []syncqueue.Left
-	for _, lj := range LeftJournals(stateDir) {
-		l := log.WithFields(logrus.Fields{"store": lj.StoreID, "pending": lj.Pending})
-		res, left, err := ReplayStore(ctx, api, stateDir, lj.StoreID, l)
+	for _, id := range ReplayableStores(stateDir) {
+		l := log.WithField("store", id)
+		res, left, err := ReplayWithKey(ctx, api, stateDir, id, l)
 		out = append(out, left)
 		if err != nil {
 			l.WithError(err).Error("replaying a journal left behind failed; it is kept")
 			continue
 		}
 		l.WithFields(logrus.Fields{"uploaded": res.Uploaded, "deleted": res.Deleted, "left": left.Changes}).Warn("replayed a journal left behind")
+	}
+	return out
+}
+
+// ReplayWithKey replays, with api (an API key), the store's journal left
+// behind and every journal held for a session: memfs replay.
+func ReplayWithKey(ctx context.Context, api syncqueue.Store, stateDir, storeID string, log logrus.FieldLogger) (syncqueue.SyncResult, syncqueue.Left, error) {
+	return replayWithKey(ctx, api, stateDir, storeID, func(string) bool { return true }, log)
+}
+
+// ReplayableStores lists the stores of a state dir with something for
+// an API key's replay: a journal left behind (LeftJournals) or a journal
+// held for a session. It only reads.
+func ReplayableStores(stateDir string) []string {
+	var out []string
+	for _, info := range InspectJournals(stateDir) {
+		held := false
+		for _, sa := range info.SetAside {
+			held = held || sa.Held
+		}
+		left := info.LockedBy == 0 && (info.Pending > 0 || info.Lost > 0)
+		if left || (held && info.LockedBy == 0) {
+			out = append(out, filepath.Base(info.Dir))
+		}
 	}
 	return out
 }

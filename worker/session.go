@@ -139,8 +139,12 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	if sess.Status == store.SessionTerminated {
 		// Nothing to run; push what a previous run of it left behind.
 		for _, r := range resources {
-			if r.Access != store.AccessReadOnly && hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
-				_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, log.WithField("store", r.MemoryStoreID))
+			if r.Access == store.AccessReadOnly {
+				continue
+			}
+			s.host.takeUp(abort, r.MemoryStoreID, sess.ID, log.WithField("store", r.MemoryStoreID))
+			if hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
+				_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, sess.ID, log.WithField("store", r.MemoryStoreID))
 				s.host.left.note(left)
 				if err != nil {
 					log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
@@ -294,8 +298,11 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		// the one /proc/self/mountinfo lists.
 		p := targets[i].Canon()
 		slog := log.WithFields(logrus.Fields{"store": r.MemoryStoreID, "path": p})
+		if r.Access != store.AccessReadOnly {
+			s.host.takeUp(ctx, r.MemoryStoreID, sess.ID, slog)
+		}
 		m, err := MountStore(ctx, MountOptions{
-			Engine:     s.host.engineOptions(api, r, slog),
+			Engine:     s.host.engineOptions(api, sess.ID, r, slog),
 			Mountpoint: p,
 			MemoryRoot: targets[i].Root,
 			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},

@@ -15,7 +15,8 @@ import (
 //	0  done; for a command that syncs: everything closed on its mounts
 //	   reached the store (or, where the store won, the conflict log)
 //	1  an error (stderr says what)
-//	2  a usage error: a bad flag or argument, nothing was done
+//	2  a usage error: a bad flag or argument, or a state dir owned by
+//	   another user (statedir.ForeignError), nothing was done
 //	3  stopped, but changes are left in the journal: the final sync was cut
 //	   short by a second signal, the store was unreachable at the end, or a
 //	   change waits for a reason (content not UTF-8, the store's memory

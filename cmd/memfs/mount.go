@@ -227,7 +227,7 @@ Flags:
 	if err := fs.CheckFUSE(); err != nil {
 		return err
 	}
-	if err := ensureStateDir(sf.stateDir); err != nil {
+	if err := prepareStateDir(sf.stateDir, log); err != nil {
 		return err
 	}
 	if err := prepareMountDir(pos[0], mkdir); err != nil {

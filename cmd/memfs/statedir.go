@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/statedir"
 )
 
 // upStateDir is where memfs up keeps the state (journals, conflicts,
@@ -72,4 +76,20 @@ func ensureStateDir(dir string) error {
 		}
 	}
 	return fmt.Errorf("the state dir %s: %w; give another with --state-dir or MEMFS_STATE_DIR", dir, err)
+}
+
+// prepareStateDir is what every command that writes the state dir does
+// first: ensureStateDir, then statedir.Prepare, which refuses a state dir
+// another user owns (exit 2: nothing was done) and closes one open to
+// group or others (one warning).
+func prepareStateDir(dir string, log logrus.FieldLogger) error {
+	if err := ensureStateDir(dir); err != nil {
+		return err
+	}
+	err := statedir.Prepare(dir, log)
+	var fe *statedir.ForeignError
+	if errors.As(err, &fe) {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	return err
 }

@@ -35,9 +35,17 @@ type statusReport struct {
 	DeadMounts []mountEntry         `json:"dead_mounts"`
 	Left       []worker.LeftJournal `json:"journals_left_behind"`
 	Damaged    []string             `json:"damaged_journals"`
-	Conflicts  int                  `json:"conflicts"`
-	ByStore    map[string]int       `json:"conflicts_by_store"`
-	Kept       []conflictEntry      `json:"conflict_log"`
+	// Refused are journals a mount would not take up (not this state
+	// dir's own: see syncqueue/journal's "Authentication"), kept until a
+	// human removes them or takes one up (memfs replay --trust-journal).
+	Refused []worker.SetAsideJournal `json:"refused_journals"`
+	// Held are journals of a session, set aside while another session
+	// mounted the store: that session's next run here uploads them, or
+	// memfs replay with an API key.
+	Held      []worker.SetAsideJournal `json:"held_journals"`
+	Conflicts int                      `json:"conflicts"`
+	ByStore   map[string]int           `json:"conflicts_by_store"`
+	Kept      []conflictEntry          `json:"conflict_log"`
 }
 
 // mountEntry is a memfs mount in the kernel's table that no process of
@@ -77,7 +85,9 @@ files there that are not the store's). It asks
 the processes themselves (a socket each, <state dir>/run/<pid>.sock).
 Then what no process holds: mounts whose process died (with the fix),
 journals left behind (replayed by the next mount of the store, or memfs
-replay), damaged journals, and the conflict log.
+replay), damaged journals, refused journals (not this state dir's own:
+never replayed by themselves), journals held for the session that wrote
+them, and the conflict log.
 
 It only reads: nothing is changed, replayed or repaired, and it prints
 nothing but its answer.
@@ -132,7 +142,8 @@ func statusDirs(dir string, named bool, upDir string) []string {
 // nothing is locked, created or removed.
 func gatherStatus(dirs []string) (statusReport, error) {
 	rep := statusReport{StateDir: dirs[0], StateDirs: dirs, Live: []worker.ProcessStatus{}, OtherMounts: []mountEntry{},
-		DeadMounts: []mountEntry{}, Left: []worker.LeftJournal{}, Damaged: []string{}, ByStore: map[string]int{}, Kept: []conflictEntry{}}
+		DeadMounts: []mountEntry{}, Left: []worker.LeftJournal{}, Damaged: []string{}, Refused: []worker.SetAsideJournal{}, Held: []worker.SetAsideJournal{},
+		ByStore: map[string]int{}, Kept: []conflictEntry{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	served := map[string]bool{}
@@ -147,6 +158,8 @@ func gatherStatus(dirs []string) (statusReport, error) {
 		for _, info := range worker.InspectJournals(dir) {
 			rep.Damaged = append(rep.Damaged, info.Damaged...)
 		}
+		refused, held := worker.SetAsideJournals(dir)
+		rep.Refused, rep.Held = append(rep.Refused, refused...), append(rep.Held, held...)
 		conflicts, err := syncqueue.OpenConflictLog(dir, syncqueue.ConflictRetention{}).List()
 		if err != nil {
 			return rep, fmt.Errorf("read the conflict log: %w", err)

@@ -32,3 +32,28 @@ func TestStatusTextJournalIOError(t *testing.T) {
 		}
 	}
 }
+
+// Refused and held journals are listed with their path, store and reason
+// or session, in the text form as in --json.
+func TestStatusTextSetAsideJournals(t *testing.T) {
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)
+	rep := statusReport{
+		Refused: []worker.SetAsideJournal{{StoreID: "memstore_a", Path: "/s/stores/memstore_a/refused/1/journal",
+			Reason: "written in another state dir (identity f; this one is e)", Since: now.Add(-time.Minute)}},
+		Held: []worker.SetAsideJournal{{StoreID: "memstore_b", Path: "/s/stores/memstore_b/held/sesn_x/2/journal",
+			Session: "sesn_x", Since: now.Add(-time.Hour)}},
+	}
+	var b strings.Builder
+	printStatus(&b, rep, now)
+	out := b.String()
+	for _, want := range []string{
+		"REFUSED JOURNALS", "/s/stores/memstore_a/refused/1/journal  (store memstore_a, 1m00s ago)", "written in another state dir",
+		"memfs replay --trust-journal PATH",
+		"HELD JOURNALS", "/s/stores/memstore_b/held/sesn_x/2/journal  (store memstore_b, written in session sesn_x",
+		"waiting for session sesn_x's next run on this host, or memfs replay with an API key",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status text lacks %q:\n%s", want, out)
+		}
+	}
+}

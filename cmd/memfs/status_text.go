@@ -70,6 +70,24 @@ func printStatus(out io.Writer, rep statusReport, now time.Time) {
 			fmt.Fprintf(out, "  %s  (%s, store %s)\n", d, size, filepath.Base(filepath.Dir(d)))
 		}
 	}
+	if len(rep.Refused) > 0 {
+		fmt.Fprintln(out, "\nREFUSED JOURNALS (not this state dir's own: nothing in them was uploaded; inspect, then remove,")
+		fmt.Fprintln(out, "  or take one up with memfs replay --trust-journal PATH)")
+		for _, r := range rep.Refused {
+			fmt.Fprintf(out, "  %s  (store %s, %s ago)\n    %s\n", r.Path, r.StoreID, age(now.Sub(r.Since)), r.Reason)
+		}
+	}
+	if len(rep.Held) > 0 {
+		fmt.Fprintln(out, "\nHELD JOURNALS (changes a session left while another session mounted the store)")
+		for _, h := range rep.Held {
+			who := "session " + h.Session
+			if h.Session == "" {
+				who = "an API key's mount"
+			}
+			fmt.Fprintf(out, "  %s  (store %s, written in %s, %s ago)\n    waiting for %s's next run on this host, or memfs replay with an API key\n",
+				h.Path, h.StoreID, who, age(now.Sub(h.Since)), who)
+		}
+	}
 	printKept(out, rep, now)
 }
 

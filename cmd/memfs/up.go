@@ -208,6 +208,9 @@ Flags:
 	mountPath := sess.Resources[0].MountPath
 
 	stateDir := sf.stateDir
+	if err := prepareStateDir(stateDir, log); err != nil {
+		return err
+	}
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
 	var tools *worker.ToolsOptions

@@ -172,6 +172,9 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
+	if err := prepareStateDir(cfg.StateDir, log); err != nil {
+		return err
+	}
 	cfg.Status = startStatus(cfg.StateDir, log)
 	defer cfg.Status.Close() //nolint:errcheck
 	w, err := worker.New(cfg)
@@ -248,6 +251,9 @@ Flags:
 		return err
 	}
 	defer me.Close() //nolint:errcheck
+	if err := prepareStateDir(cfg.StateDir, log); err != nil {
+		return err
+	}
 	cfg.Status = startStatus(cfg.StateDir, log)
 	defer cfg.Status.Close() //nolint:errcheck
 	s, err := worker.NewSession(cfg)

@@ -23,9 +23,9 @@ func (j *Journal) shouldCompactLocked() bool {
 		return true
 	}
 	if len(j.st.pending) == 0 {
-		return j.size > headerLen
+		return j.size > j.emptyLen
 	}
-	return j.size > max(j.opts.CompactMinBytes, 2*(headerLen+j.st.liveBytes))
+	return j.size > max(j.opts.CompactMinBytes, 2*(j.emptyLen+j.st.liveBytes))
 }
 
 // compact compacts if that pays. Compactions are serialised by compactMu
@@ -48,7 +48,7 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 	// Phase 1, under the lock: snapshot. Records are immutable once
 	// encoded, so the slices stay valid after the lock is released.
 	j.mu.Lock()
-	if !j.shouldCompactLocked() && !(force && j.size > headerLen+j.st.liveBytes && !j.closed && j.err == nil && j.fault == nil) {
+	if !j.shouldCompactLocked() && !(force && j.size > j.emptyLen+j.st.liveBytes && !j.closed && j.err == nil && j.fault == nil) {
 		j.mu.Unlock()
 		return nil
 	}
@@ -66,7 +66,7 @@ func (j *Journal) compactOnce(ctx context.Context, force bool) (err error) {
 
 	// Phase 1, unlocked: write and fsync journal.tmp.
 	tmpPath := j.path + ".tmp"
-	tmp, size, op, err := writeFresh(tmpPath, baseLSN, recs)
+	tmp, size, op, err := writeFresh(tmpPath, j.header(baseLSN), recs)
 	if err != nil {
 		if op == "create" {
 			return j.truncateIfEmpty(fmt.Errorf("compact %s: %w", j.path, err))
@@ -149,13 +149,13 @@ func (j *Journal) truncateIfEmpty(err error) error {
 	if j.closed || j.err != nil || j.fault != nil || len(j.st.pending) != 0 {
 		return err
 	}
-	if terr := j.f.Truncate(headerLen); terr != nil {
+	if terr := j.f.Truncate(j.emptyLen); terr != nil {
 		return errors.Join(err, terr)
 	}
 	if serr := j.syncFile(j.f); serr != nil {
 		j.faultLocked(j.ioError("fdatasync after cutting it to its header", serr))
 		return j.recoverFaultLocked()
 	}
-	j.size, j.syncedLSN, j.unsaved = headerLen, j.st.lastLSN, false
+	j.size, j.syncedLSN, j.unsaved = j.emptyLen, j.st.lastLSN, false
 	return nil
 }

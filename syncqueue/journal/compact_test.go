@@ -53,7 +53,7 @@ func TestCompactionBoundsTheFile(t *testing.T) {
 	for _, e := range want {
 		confirm(t, j, e.FileID, e.LSN, "mem", "sha", e.Path)
 	}
-	eventually(t, "the journal to shrink to its header", func() bool { return fileSize(t, journalPath(dir)) == headerLen })
+	eventually(t, "the journal to shrink to its header", func() bool { return fileSize(t, journalPath(dir)) == testEmptyLen })
 }
 
 func TestOpenCompactsWhenItPays(t *testing.T) {
@@ -81,7 +81,7 @@ func TestOpenCompactsWhenItPays(t *testing.T) {
 	if got := j.Pending(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after compaction: %+v, want %+v", got, want)
 	}
-	if size, want := fileSize(t, journalPath(dir)), int64(headerLen+len(j.st.pending["f"].rec)); size != want {
+	if size, want := fileSize(t, journalPath(dir)), testEmptyLen+int64(len(j.st.pending["f"].rec)); size != want {
 		t.Fatalf("journal is %d bytes after Open, want %d (header + one record)", size, want)
 	}
 	closeJ(t, j)
@@ -105,7 +105,7 @@ func TestLeftoverCompactionIsRemoved(t *testing.T) {
 	closeJ(t, j)
 
 	// A half-written compaction of some other state.
-	other := append(encodeHeader(99), encodeRecord(&record{typ: recPut, lsn: 1, fileID: "zzz", path: "/z", content: []byte("z")})...)
+	other := append(testHeader(99), encodeRecord(&record{typ: recPut, lsn: 1, fileID: "zzz", path: "/z", content: []byte("z")}, testSeal())...)
 	if err := os.WriteFile(journalPath(dir)+".tmp", other[:len(other)-3], 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ func TestKillHelper(t *testing.T) {
 	j, err := Open(dir, Options{
 		GroupCommit:     2 * time.Millisecond,
 		CompactMinBytes: 32 << 10, // kills land in compactions too
+		Auth:            testAuth,
 	})
 	if err != nil {
 		fmt.Println("ERR", err)

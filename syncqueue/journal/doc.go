@@ -67,8 +67,12 @@
 //	journal                the append-only journal described below
 //	journal.tmp            a compaction in progress; removed at Open (the journal is intact)
 //	journal.corrupt-<unix> a copy of a damaged journal, kept for a human (see Damage)
+//	refused/<unix ns>/     a journal Open refused (see Authentication): journal, reason
+//	held/<session>/<unix ns>/journal
+//	                       a journal of another session, set aside for it (see Sessions;
+//	                       <session> is "-" for changes made with an API key)
 //
-// # File format (version 1)
+// # File format (version 2)
 //
 // All integers are little-endian unless marked uvarint. CRC-32C is the
 // Castagnoli CRC-32 (hash/crc32.Castagnoli).
@@ -77,20 +81,26 @@
 //
 //	offset size field
 //	0      8    magic "MEMFSJNL"
-//	8      4    version, uint32 = 1
+//	8      4    version, uint32 = 2
 //	12     8    base LSN, uint64: every LSN this journal assigns from now on
 //	            is greater (keeps LSNs monotonic after a compaction
 //	            dropped every record)
 //	20     4    CRC-32C of bytes 0..19
 //
-// Records follow back to back, in strictly increasing LSN order:
+// Records follow back to back, the first a CONTEXT record, the others in
+// strictly increasing LSN order:
 //
 //	offset size  field
 //	0      4     length n, uint32: bytes of type + payload (1 ≤ n ≤ 64 MiB)
 //	4      4     CRC-32C of bytes 0..3 (the length field alone)
-//	8      4     CRC-32C of the n bytes from offset 12 (type + payload)
+//	8      4     CRC-32C of the n+16 bytes from offset 12 (type, payload, MAC)
 //	12     1     type
 //	13     n-1   payload
+//	12+n   16    MAC: the first 16 bytes of HMAC-SHA256(key, "memfs journal v2" 0x00
+//	             || store_id string || identity string || session string
+//	             || type || payload), key the state dir's journal key; the
+//	             three strings are those of the CONTEXT record (encoded as
+//	             payload strings are)
 //
 // The separate check of the length field means a damaged length is always
 // recognised as damage: it can never make the reader take the rest of the
@@ -117,9 +127,69 @@
 //	                delete). Releases the pending entry when its LSN is
 //	                confirmed_lsn, rebases it (origin = memory_id, base_sha =
 //	                sha) when it is newer.
+//	type 4 CONTEXT  lsn uvarint = 0, store_id string, identity string,
+//	                session string
+//	                Whose journal this is: the store, the state dir (its
+//	                identity, a random id created once with the key) and
+//	                the session whose credential uploads the changes (""
+//	                for an API key). Only as the first record; written by
+//	                every writer of a header (creation, compaction,
+//	                recovery, salvage).
 //
 // Replaying the records in order from an empty state yields the pending
 // entries; Origin and BaseSHA come from the records themselves.
+//
+// Version 1 was the same without the CONTEXT record and the MAC (the CRC
+// covered type + payload); testdata/journal-v1 is one.
+//
+// # Authentication
+//
+// A journal's changes are uploaded with the credential of whoever opens it,
+// and the store credits them to that credential; so Open takes up only a
+// journal that this state dir's user wrote, for this store (Options.Auth).
+// It REFUSES a journal when:
+//
+//   - the file is not a regular file owned by this process's effective
+//     user, or is writable by group or others; or its directory was
+//     writable by group or others (Open closes it to them). A directory
+//     owned by another user is not used at all: Open fails with a
+//     *ForeignDirError and touches nothing;
+//   - it is a version 1 journal: it carries no MAC, so nothing shows who
+//     wrote it. memfs replay --trust-journal is how an operator who has
+//     checked one takes it up;
+//   - its CONTEXT record names another state dir identity or another store;
+//   - any record (CONTEXT included) passes both its CRCs and fails its MAC.
+//     Such a record was written without the key — forged, or spliced in
+//     from another journal — and is not damage to salvage around: the
+//     whole journal is refused, the records before it included.
+//
+// A refused journal is moved, byte for byte, to refused/<unix ns>/journal
+// with a reason file (never deleted, never overwritten); Open logs an
+// error, starts a fresh journal, and Journal.Refused reports it; memfs
+// status lists it until a human removes it. Nothing in it is uploaded.
+//
+// The rule that tells damage from forgery: the CRCs are checked first,
+// over the MAC too, so a flipped byte anywhere in a record — payload or
+// MAC — fails its CRC, and the damage rules below apply to it. Only a
+// record whose CRCs pass is checked against its MAC, and then a mismatch
+// is forgery. A damaged CONTEXT record is damage: the records are then
+// checked as written in the opener's session, and refused as above when
+// they were not.
+//
+// # Sessions
+//
+// A journal holds the changes of one session (the CONTEXT record's; ""
+// when the credential is an API key), and its MACs bind every record to
+// it. Open with Auth.Session Y finding pending changes of session X sets
+// the journal aside, untouched, at held/<X>/<unix ns>/journal and starts a
+// fresh one: X's changes are never uploaded with Y's credential, which
+// would credit them to Y. Journal.Held reports it. [Restore] puts a held
+// journal back in place of one with nothing pending: the sync engine does
+// that before it opens the journal for X again, so X's next run on this
+// host uploads them with X's token. memfs replay (with its API key as the
+// actor, and saying so) opens with Auth.AnySession, which takes up a
+// journal of any session and keeps writing it as that session's. A
+// journal of another session with nothing pending is simply replaced.
 //
 // # Damage
 //
@@ -161,8 +231,8 @@
 // (the journal is created with its header by tmp, fsync, rename, so a
 // crash can't leave one): it is reported exactly like damage. A journal
 // whose header names a version this code does not know is left in place
-// and Open returns ErrUnsupportedVersion. testdata/journal-v1 is a journal
-// written by version 1, decoded by every later version's tests.
+// and Open returns ErrUnsupportedVersion. testdata/journal-v2 is a journal
+// written by version 2, decoded by every later version's tests.
 //
 // # Space
 //
@@ -190,7 +260,8 @@
 // The journal is bounded by the pending state, not by history: when the file
 // exceeds max(Options.CompactMinBytes, 2 × the bytes of the pending entries'
 // records) — or holds any record while nothing is pending — the owner
-// goroutine rewrites it as the header plus one record per pending entry (the
+// goroutine rewrites it as the header and CONTEXT record plus one record
+// per pending entry (the
 // record that produced it, or a re-encoded one after a rebase), in LSN
 // order: journal.tmp is written and fsynced without holding the lock, then,
 // under the lock, records appended meanwhile are copied over, journal.tmp is

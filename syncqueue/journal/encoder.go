@@ -8,7 +8,7 @@ import (
 
 // Format constants; see "File format" in the package doc.
 const (
-	formatVersion  = 1
+	formatVersion  = 2
 	headerLen      = 24
 	frameHeaderLen = 12
 	maxRecordLen   = 64 << 20
@@ -28,6 +28,7 @@ const (
 	recPut     recType = 1
 	recDelete  recType = 2
 	recConfirm recType = 3
+	recContext recType = 4
 )
 
 func (t recType) String() string {
@@ -38,6 +39,8 @@ func (t recType) String() string {
 		return "DELETE"
 	case recConfirm:
 		return "CONFIRM"
+	case recContext:
+		return "CONTEXT"
 	}
 	return "type " + strconv.Itoa(int(t))
 }
@@ -56,6 +59,8 @@ type record struct {
 	confirmed uint64 // CONFIRM: the LSN of the confirmed state
 	memoryID  string // CONFIRM
 	sha       string // CONFIRM
+
+	ctx journalContext // CONTEXT
 }
 
 // encodeHeader returns a file header carrying baseLSN.
@@ -68,11 +73,15 @@ func encodeHeader(baseLSN uint64) []byte {
 	return h
 }
 
-// encodeRecord returns r framed: length, length check, CRC, type, payload.
-// The buffer is allocated at its exact size, so a PUT's content is its tail
-// and callers may keep the content as a subslice of the record.
-func encodeRecord(r *record) []byte {
-	n := 1 + uvarintLen(r.lsn) + strLen(r.fileID) + strLen(r.path)
+// encodeRecord returns r framed: length, length check, CRC, type, payload,
+// MAC (by s). The buffer is allocated at its exact size, so a PUT's
+// content ends macLen bytes before its end and callers may keep the
+// content as a subslice of the record.
+func encodeRecord(r *record, s *sealer) []byte {
+	n := 1 + uvarintLen(r.lsn)
+	if r.typ != recContext {
+		n += strLen(r.fileID) + strLen(r.path)
+	}
 	switch r.typ {
 	case recPut:
 		n += strLen(r.origin) + strLen(r.baseSHA) + uvarintLen(uint64(len(r.content))) + len(r.content)
@@ -80,13 +89,17 @@ func encodeRecord(r *record) []byte {
 		n += strLen(r.origin) + strLen(r.baseSHA)
 	case recConfirm:
 		n += uvarintLen(r.confirmed) + strLen(r.memoryID) + strLen(r.sha)
+	case recContext:
+		n += strLen(r.ctx.storeID) + strLen(r.ctx.identity) + strLen(r.ctx.session)
 	default:
 		panic("syncqueue: encode of unknown record type")
 	}
-	b := make([]byte, frameHeaderLen, frameHeaderLen+n)
+	b := make([]byte, frameHeaderLen, frameHeaderLen+n+macLen)
 	b = append(b, byte(r.typ))
 	b = binary.AppendUvarint(b, r.lsn)
-	b = appendStr(b, r.fileID)
+	if r.typ != recContext {
+		b = appendStr(b, r.fileID)
+	}
 	switch r.typ {
 	case recPut:
 		b = appendStr(b, r.origin)
@@ -103,20 +116,32 @@ func encodeRecord(r *record) []byte {
 		b = appendStr(b, r.memoryID)
 		b = appendStr(b, r.sha)
 		b = appendStr(b, r.path)
+	case recContext:
+		b = appendStr(b, r.ctx.storeID)
+		b = appendStr(b, r.ctx.identity)
+		b = appendStr(b, r.ctx.session)
 	}
 	if len(b) != frameHeaderLen+n {
 		panic("syncqueue: record size miscomputed")
 	}
-	binary.LittleEndian.PutUint32(b[0:], uint32(n))
-	binary.LittleEndian.PutUint32(b[4:], crc32c(b[0:4]))
-	binary.LittleEndian.PutUint32(b[8:], crc32c(b[frameHeaderLen:]))
+	b = append(b, s.mac(b[frameHeaderLen:])...)
+	seal(b)
 	return b
 }
 
-// putContent returns the content of an encoded PUT record: its last
-// contentLen bytes (content is the last field).
+// seal sets the length, length check and CRC of a framed record whose
+// type, payload and MAC are in place.
+func seal(b []byte) {
+	binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-frameHeaderLen-macLen))
+	binary.LittleEndian.PutUint32(b[4:], crc32c(b[0:4]))
+	binary.LittleEndian.PutUint32(b[8:], crc32c(b[frameHeaderLen:]))
+}
+
+// putContent returns the content of an encoded PUT record: the contentLen
+// bytes before its MAC (content is the last field).
 func putContent(rec []byte, contentLen int) []byte {
-	return rec[len(rec)-contentLen : len(rec) : len(rec)]
+	end := len(rec) - macLen
+	return rec[end-contentLen : end : end]
 }
 
 func appendStr(b []byte, s string) []byte {

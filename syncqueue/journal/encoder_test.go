@@ -15,10 +15,10 @@ func TestRecordRoundTrip(t *testing.T) {
 		{typ: recConfirm, lsn: 9, fileID: "mem_2", confirmed: 8, memoryID: "mem_2", sha: "012", path: "/b.md"},
 		{typ: recConfirm, lsn: 10, fileID: "x", confirmed: 3},
 	} {
-		raw := encodeRecord(&r)
-		data := append(encodeHeader(42), raw...)
+		raw := encodeRecord(&r, testSeal())
+		data := append(testHeader(42), raw...)
 		var got []*record
-		res, err := scan(data, func(d *record, rawGot []byte) error {
+		res, err := scan(data, testKeys(), func(d *record, rawGot []byte) error {
 			if !bytes.Equal(rawGot, raw) {
 				t.Errorf("raw bytes differ")
 			}
@@ -40,16 +40,16 @@ func TestRecordRoundTrip(t *testing.T) {
 // FuzzScan: any bytes after a valid header scan without panicking, and the
 // intact prefix is never longer than the input.
 func FuzzScan(f *testing.F) {
-	good := append(encodeHeader(0),
-		encodeRecord(&record{typ: recPut, lsn: 1, fileID: "a", path: "/a", content: []byte("x")})...)
-	f.Add(good[headerLen:])
+	good := append(testHeader(0),
+		encodeRecord(&record{typ: recPut, lsn: 1, fileID: "a", path: "/a", content: []byte("x")}, testSeal())...)
+	f.Add(good[testEmptyLen:])
 	f.Add(make([]byte, 40))
 	f.Add([]byte{1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, tail []byte) {
-		data := append(encodeHeader(0), tail...)
-		res, err := scan(data, func(*record, []byte) error { return nil })
-		if err == nil && (res.end < headerLen || res.end > int64(len(data))) {
-			t.Fatalf("end %d outside [%d, %d]", res.end, headerLen, len(data))
+		data := append(testHeader(0), tail...)
+		res, err := scan(data, testKeys(), func(*record, []byte) error { return nil })
+		if err == nil && (res.end < testEmptyLen || res.end > int64(len(data))) {
+			t.Fatalf("end %d outside [%d, %d]", res.end, testEmptyLen, len(data))
 		}
 		if err == nil && res.torn == nil && res.end != int64(len(data)) {
 			t.Fatalf("clean scan stopped at %d of %d", res.end, len(data))

@@ -5,15 +5,22 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/sirupsen/logrus"
 )
 
-// fixtureV1 is a journal written by format version 1's encoder, kept as
-// bytes in testdata: a change to both the encoder and the decoder can't
-// break journals already on users' disks unseen. Regenerate it only for a
-// new format version (MEMFS_WRITE_FIXTURE=1 writes it from the script
-// below), never to make this test pass.
-const fixtureV1 = "testdata/journal-v1"
+// fixtureV2 is a journal written by format version 2's encoder (with
+// testAuth), kept as bytes in testdata: a change to both the encoder and
+// the decoder can't break journals already on users' disks unseen.
+// Regenerate it only for a new format version (MEMFS_WRITE_FIXTURE=1
+// writes it from the script below), never to make this test pass.
+// fixtureV1 is one of version 1, which is refused (not authenticated).
+const (
+	fixtureV1 = "testdata/journal-v1"
+	fixtureV2 = "testdata/journal-v2"
+)
 
 // writeFixtureScript is the sequence the fixture holds.
 func writeFixtureScript(t *testing.T, j *Journal) {
@@ -36,7 +43,7 @@ func writeFixtureScript(t *testing.T, j *Journal) {
 	_ = la
 }
 
-func TestVersion1Fixture(t *testing.T) {
+func TestVersion2Fixture(t *testing.T) {
 	if os.Getenv("MEMFS_WRITE_FIXTURE") == "1" {
 		dir := t.TempDir()
 		opts, _ := testOpts()
@@ -47,13 +54,13 @@ func TestVersion1Fixture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(fixtureV1, b, 0o644); err != nil {
+		if err := os.WriteFile(fixtureV2, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s (%d bytes)", fixtureV1, len(b))
+		t.Logf("wrote %s (%d bytes)", fixtureV2, len(b))
 		return
 	}
-	data, err := os.ReadFile(fixtureV1)
+	data, err := os.ReadFile(fixtureV2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +71,7 @@ func TestVersion1Fixture(t *testing.T) {
 	opts, _ := testOpts()
 	j := open(t, dir, opts)
 	if d := j.Damage(); d != nil {
-		t.Fatalf("the version 1 fixture reads as damaged: %+v", d)
+		t.Fatalf("the version 2 fixture reads as damaged: %+v", d)
 	}
 	type got struct {
 		FileID, Origin, BaseSHA, Path, Content string
@@ -82,11 +89,40 @@ func TestVersion1Fixture(t *testing.T) {
 		{"local-4", "mem_4", "sha-4", "/up.md", "uploaded, then changed", false},
 	}
 	if !reflect.DeepEqual(pending, want) {
-		t.Fatalf("pending entries of the version 1 fixture:\n got %+v\nwant %+v", pending, want)
+		t.Fatalf("pending entries of the version 2 fixture:\n got %+v\nwant %+v", pending, want)
 	}
 	// The file on disk is still readable by this version after the open
 	// (a compaction may have rewritten it, in the same format).
-	if b, err := os.ReadFile(filepath.Join(dir, "journal")); err != nil || !bytes.HasPrefix(b, []byte("MEMFSJNL\x01\x00\x00\x00")) {
+	if b, err := os.ReadFile(filepath.Join(dir, "journal")); err != nil || !bytes.HasPrefix(b, []byte("MEMFSJNL\x02\x00\x00\x00")) {
 		t.Fatalf("journal after open: %v, header %q", err, b[:min(len(b), 12)])
+	}
+}
+
+// A version 1 journal carries no authentication: it is refused, moved
+// aside byte for byte, and reported; the mount starts with a fresh
+// journal and nothing of it is pending.
+func TestVersion1FixtureIsRefusedAndKept(t *testing.T) {
+	data, err := os.ReadFile(fixtureV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := withJournal(t, data)
+	opts, hook := testOpts()
+	j := open(t, dir, opts)
+	r := j.Refused()
+	if r == nil || !strings.Contains(r.Reason, "version 1") {
+		t.Fatalf("Refused() = %+v, want a version 1 refusal", r)
+	}
+	if p := j.Pending(); len(p) != 0 {
+		t.Fatalf("pending after refusing a version 1 journal: %+v", p)
+	}
+	if got, _ := os.ReadFile(r.KeptAt); !bytes.Equal(got, data) {
+		t.Fatalf("the refused journal was not kept byte for byte at %q", r.KeptAt)
+	}
+	if !hasLog(hook, logrus.ErrorLevel, "JOURNAL REFUSED") {
+		t.Fatal("no error logged")
+	}
+	if sa := ListSetAside(dir); len(sa) != 1 || sa[0].Path != r.KeptAt || sa[0].Held || !strings.Contains(sa[0].Reason, "version 1") {
+		t.Fatalf("ListSetAside = %+v", sa)
 	}
 }

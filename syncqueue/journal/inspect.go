@@ -29,6 +29,15 @@ type Info struct {
 	// Lost is the bytes the next Open would have to skip (damage found in
 	// the journal as it is now, not yet salvaged).
 	Lost int64
+	// Session is the session the journal names ("" for an API key's, or
+	// when its CONTEXT record is damaged); StoreID the store.
+	Session, StoreID string
+	// Refused is why the next Open would refuse the journal when that
+	// shows without its key (a version 1 journal), "" otherwise. Its
+	// authentication is checked by Open only.
+	Refused string
+	// SetAside lists the journals kept in refused/ and held/.
+	SetAside []SetAside
 }
 
 // Inspect reads a journal directory without changing anything in it: no
@@ -36,7 +45,7 @@ type Info struct {
 // or compacted. It is what memfs status uses. A directory without a
 // journal gives an Info with only Dir, LockedBy and Damaged set.
 func Inspect(dir string) (Info, error) {
-	info := Info{Dir: dir, LockedBy: lockHolder(dir)}
+	info := Info{Dir: dir, LockedBy: lockHolder(dir), SetAside: ListSetAside(dir)}
 	if names, err := filepath.Glob(filepath.Join(dir, DamagedPrefix+"*")); err == nil {
 		sort.Strings(names)
 		info.Damaged = names
@@ -54,9 +63,9 @@ func Inspect(dir string) (Info, error) {
 		return info, err
 	}
 	info.FileBytes, info.ModTime = int64(len(b)), fi.ModTime()
-	st := newState()
+	st := newState(nil)
 	var prev uint64
-	res, err := scan(b, func(r *record, raw []byte) error {
+	res, err := scan(b, scanKeys{}, func(r *record, raw []byte) error {
 		if r.lsn <= prev {
 			return errors.New("lsn out of order")
 		}
@@ -66,8 +75,16 @@ func Inspect(dir string) (Info, error) {
 		prev = r.lsn
 		return nil
 	})
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		info.Refused = refused.reason
+		return info, nil
+	}
 	if err != nil {
 		return info, err
+	}
+	if res.ctx != nil {
+		info.Session, info.StoreID = res.ctx.session, res.ctx.storeID
 	}
 	for _, l := range res.lost {
 		info.Lost += l.To - l.From

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/store/durable"
 )
@@ -28,6 +29,16 @@ type Journal struct {
 	opts      Options
 	log       logrus.FieldLogger
 	lock      *dirLock
+	// seal signs the records written, for the store, the state dir and
+	// session; ctx is what the CONTEXT record names (jctx; set by Open).
+	seal *sealer
+	jctx journalContext
+	// emptyLen is the size of the journal with no record: the header
+	// and the CONTEXT record.
+	emptyLen int64
+	// refused and held say what Open set aside (nil when nothing).
+	refused *Refusal
+	held    *Held
 
 	// The owner goroutine (run): group commit, compaction, and on exit the
 	// final fdatasync and release of the file and the lock.
@@ -99,6 +110,10 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	loose, err := checkDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
 	lk, err := lockDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -115,7 +130,8 @@ func Open(dir string, opts Options) (*Journal, error) {
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
-	if err := j.load(); err != nil {
+	j.setContext(opts.Auth.Session)
+	if err := j.load(loose); err != nil {
 		cancel()
 		if j.f != nil {
 			j.f.Close()
@@ -130,27 +146,47 @@ func Open(dir string, opts Options) (*Journal, error) {
 	return j, nil
 }
 
+// setContext makes the journal's CONTEXT and sealer those of session.
+func (j *Journal) setContext(session string) {
+	a := j.opts.Auth
+	j.jctx = journalContext{storeID: a.StoreID, identity: a.Identity, session: session}
+	j.seal = newSealer(a.Key, a.StoreID, a.Identity, session)
+	j.emptyLen = int64(len(j.header(0)))
+}
+
+// header is the start of a journal file: the file header for baseLSN and
+// the CONTEXT record.
+func (j *Journal) header(baseLSN uint64) []byte {
+	return append(encodeHeader(baseLSN), encodeContext(j.jctx, j.seal)...)
+}
+
 // load reads and replays the journal file, repairing a torn tail and
-// salvaging damage, and opens it for appending. Called by Open before any
-// other goroutine can see j.
-func (j *Journal) load() error {
+// salvaging damage, and opens it for appending; a journal that is not
+// this state dir's own is refused, one written in another session held
+// (see "Authentication" and "Sessions" in the package doc). loose says
+// the directory was open to other users (Open closed it). Called by Open
+// before any other goroutine can see j.
+func (j *Journal) load(loose bool) error {
 	if err := removeLeftoverTmp(j.path+".tmp", j.log); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(j.path)
+	b, reason, err := readOwnJournal(j.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		b = encodeHeader(0)
-		if err := durable.WriteFile(j.path, b, 0o600); err != nil {
-			return fmt.Errorf("create journal %s: %w", j.path, err)
-		}
+		return j.createFresh()
 	case err != nil:
 		return fmt.Errorf("read journal: %w", err)
+	case reason == "" && loose:
+		reason = "its directory was writable by other users (now closed to them), who may have put it there"
+	}
+	if reason != "" {
+		return j.refuse(reason)
 	}
 
-	st := newState()
+	a := j.opts.Auth
+	st := newState(j.seal)
 	var prev uint64
-	res, err := scan(b, func(r *record, raw []byte) error {
+	res, err := scan(b, scanKeys{key: a.Key, want: j.jctx}, func(r *record, raw []byte) error {
 		if r.lsn <= prev {
 			return fmt.Errorf("%v record lsn %d is not greater than the previous record's %d", r.typ, r.lsn, prev)
 		}
@@ -160,8 +196,24 @@ func (j *Journal) load() error {
 		prev = r.lsn
 		return nil
 	})
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return j.refuse(refused.reason)
+	}
 	if err != nil {
 		return fmt.Errorf("open journal %s: %w", j.path, err)
+	}
+	if res.session != j.jctx.session {
+		switch {
+		case len(st.pending) == 0:
+			// Nothing of that session's is left to upload.
+			return j.createFresh()
+		case !a.AnySession:
+			return j.hold(res.session, len(st.pending))
+		}
+		// Taken up as written: new records carry its session too.
+		j.setContext(res.session)
+		st.seal = j.seal
 	}
 	st.lastLSN = max(st.lastLSN, res.baseLSN)
 	// Detach the pending entries from the file image so it can be freed.
@@ -174,11 +226,17 @@ func (j *Journal) load() error {
 	if len(b) == 0 {
 		res.lost = []lostRange{{Range{0, 0}, "the journal is empty (0 bytes): it was truncated, and whatever it held is lost"}}
 	}
+	if res.ctx == nil && len(res.lost) == 0 {
+		// Cut off before or within its CONTEXT record (a live journal is
+		// created with it in one durable write): what it held is lost.
+		res.lost = []lostRange{{Range{headerLen, int64(len(b))}, "the journal ends before its CONTEXT record"}}
+	}
 	if len(res.lost) > 0 {
+		// A damaged CONTEXT record is rewritten too.
 		return j.salvage(b, st, res)
 	}
 
-	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
@@ -194,8 +252,23 @@ func (j *Journal) load() error {
 	}
 	j.st, j.size, j.syncedLSN = st, res.end, st.lastLSN
 	if n := len(st.pending); n > 0 {
-		j.log.WithFields(logrus.Fields{"pending": n, "records": res.records}).Info("replayed journal: changes not yet confirmed by the store")
+		j.log.WithFields(logrus.Fields{"pending": n, "records": res.records, "session": j.jctx.session}).Info("replayed journal: changes not yet confirmed by the store")
 	}
+	return nil
+}
+
+// createFresh writes an empty journal (header and CONTEXT record) over
+// whatever is at j.path, durably, and opens it.
+func (j *Journal) createFresh() error {
+	b := j.header(0)
+	if err := durable.WriteFile(j.path, b, 0o600); err != nil {
+		return fmt.Errorf("create journal %s: %w", j.path, err)
+	}
+	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	j.f, j.st, j.size = f, newState(j.seal), int64(len(b))
 	return nil
 }
 
@@ -211,14 +284,14 @@ func (j *Journal) salvage(b []byte, st state, res scanResult) error {
 		return fmt.Errorf("journal %s is damaged (%s) and a copy of it could not be kept (%w); it is left as it is: free space in the state dir and mount again", j.path, d.Reason, err)
 	}
 	d.KeptAt = kept
-	img := encodeHeader(st.lastLSN)
+	img := j.header(st.lastLSN)
 	for _, e := range st.sortedPending() {
 		img = append(img, e.rec...)
 	}
 	if err := durable.WriteFile(j.path, img, 0o600); err != nil {
 		return fmt.Errorf("journal %s is damaged and the salvaged journal could not be written: %w (the damaged file is kept at %s)", j.path, err, kept)
 	}
-	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}

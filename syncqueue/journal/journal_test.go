@@ -75,7 +75,7 @@ func TestLSNMonotonicAfterEverythingConfirmed(t *testing.T) {
 	confirm(t, j, "f", last, "mem_f", "sha", "/f.md")
 	// Nothing pending: the journal shrinks to its header, which must still
 	// carry the LSN.
-	eventually(t, "journal to shrink to its header", func() bool { return fileSize(t, journalPath(dir)) == headerLen })
+	eventually(t, "journal to shrink to its header", func() bool { return fileSize(t, journalPath(dir)) == testEmptyLen })
 	closeJ(t, j)
 
 	j = open(t, dir, opts)
@@ -292,11 +292,14 @@ func TestPutCopiesContent(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	for _, o := range []Options{
-		{GroupCommit: -1},
-		{GroupCommit: time.Minute},
-		{CompactMinBytes: -1},
-		{MaxContentBytes: -1},
-		{MaxContentBytes: maxRecordLen},
+		{GroupCommit: -1, Auth: testAuth},
+		{GroupCommit: time.Minute, Auth: testAuth},
+		{CompactMinBytes: -1, Auth: testAuth},
+		{MaxContentBytes: -1, Auth: testAuth},
+		{MaxContentBytes: maxRecordLen, Auth: testAuth},
+		{},
+		{Auth: Auth{Key: testAuth.Key, Identity: testAuth.Identity}},
+		{Auth: Auth{Key: testAuth.Key, Identity: testAuth.Identity, StoreID: "s", Session: "../x"}},
 	} {
 		if err := o.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", o)
@@ -305,7 +308,7 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("Open with %+v succeeded", o)
 		}
 	}
-	if err := (Options{}).Validate(); err != nil {
+	if err := (Options{Auth: testAuth}).Validate(); err != nil {
 		t.Errorf("zero Options: %v", err)
 	}
 	if d := (Options{}).withDefaults(); d.GroupCommit != 100*time.Millisecond || d.CompactMinBytes != 1<<20 || d.Log == nil {

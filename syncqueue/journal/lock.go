@@ -26,7 +26,9 @@ type dirLock struct {
 // holder.
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// O_NOFOLLOW: a symlink planted as the lock file must not make the
+	// truncate below clobber its target.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}

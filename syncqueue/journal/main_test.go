@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -22,8 +23,30 @@ func TestMain(m *testing.M) {
 func testOpts() (Options, *logtest.Hook) {
 	log, hook := logtest.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
-	return Options{GroupCommit: 5 * time.Millisecond, Log: log}, hook
+	return Options{GroupCommit: 5 * time.Millisecond, Log: log, Auth: testAuth}, hook
 }
+
+// testAuth is the state dir, store and session of the tests' journals.
+var testAuth = Auth{
+	Key:      bytes.Repeat([]byte{0x5a}, 32),
+	Identity: "0123456789abcdef0123456789abcdef",
+	StoreID:  "memstore_test",
+}
+
+// testSeal signs records as a journal opened with testAuth does.
+func testSeal() *sealer {
+	return newSealer(testAuth.Key, testAuth.StoreID, testAuth.Identity, testAuth.Session)
+}
+
+// testHeader is the start of a journal opened with testAuth: the file
+// header for baseLSN and the CONTEXT record.
+func testHeader(baseLSN uint64) []byte {
+	c := journalContext{storeID: testAuth.StoreID, identity: testAuth.Identity, session: testAuth.Session}
+	return append(encodeHeader(baseLSN), encodeContext(c, testSeal())...)
+}
+
+// testEmptyLen is the size of a journal of testAuth with no record.
+var testEmptyLen = int64(len(testHeader(0)))
 
 // open opens dir with opts and closes the journal when the test ends (a
 // second Close is harmless).
@@ -112,4 +135,9 @@ func hasLog(hook *logtest.Hook, level logrus.Level, substr string) bool {
 		}
 	}
 	return false
+}
+
+// testKeys are the scan checks of a journal opened with testAuth.
+func testKeys() scanKeys {
+	return scanKeys{key: testAuth.Key, want: journalContext{storeID: testAuth.StoreID, identity: testAuth.Identity, session: testAuth.Session}}
 }

@@ -37,6 +37,11 @@ type Options struct {
 	// records up to 64 MiB).
 	MaxContentBytes int
 
+	// Auth makes the journal this state dir's own: its key, identity,
+	// store and session (required; see "Authentication" in the package
+	// doc).
+	Auth Auth
+
 	// Log receives warnings (torn tail cut, compaction failures) and errors
 	// (corruption, failed fdatasync). Default logrus.StandardLogger().
 	Log logrus.FieldLogger
@@ -62,6 +67,9 @@ func (o Options) withDefaults() Options {
 // Validate reports the first invalid field. Zero fields are valid (they take
 // defaults).
 func (o Options) Validate() error {
+	if err := o.Auth.validate(); err != nil {
+		return err
+	}
 	if o.GroupCommit < 0 || o.GroupCommit > maxGroupCommit {
 		return fmt.Errorf("syncqueue: GroupCommit %v out of range (0 for the default, at most %v)", o.GroupCommit, maxGroupCommit)
 	}

@@ -100,7 +100,7 @@ func (j *Journal) rewriteLocked() *IOError {
 	for _, e := range j.st.sortedPending() {
 		recs = append(recs, e.rec)
 	}
-	tmp, size, op, err := writeFresh(tmpPath, j.st.lastLSN, recs)
+	tmp, size, op, err := writeFresh(tmpPath, j.header(j.st.lastLSN), recs)
 	if err != nil {
 		return fail(op, tmpPath, err)
 	}
@@ -131,19 +131,19 @@ func (j *Journal) rewriteLocked() *IOError {
 	return nil
 }
 
-// writeFresh creates path anew and writes to it a journal's header for
-// baseLSN and then recs, through one buffer: what a compaction and a
+// writeFresh creates path anew and writes to it a journal's header (with
+// its CONTEXT record) and then recs, through one buffer: what a compaction and a
 // recovery both start with. It returns the file, open for appends, and its
 // size; on error, the step that failed ("create" or "write"), with the
 // file closed and removed. The caller syncs it.
-func writeFresh(path string, baseLSN uint64, recs [][]byte) (*os.File, int64, string, error) {
+func writeFresh(path string, header []byte, recs [][]byte) (*os.File, int64, string, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, 0, "create", err
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
 	size := int64(0)
-	for _, b := range append([][]byte{encodeHeader(baseLSN)}, recs...) {
+	for _, b := range append([][]byte{header}, recs...) {
 		if _, err = w.Write(b); err != nil {
 			break
 		}

@@ -196,7 +196,15 @@ func pendingContents(j *Journal) map[string]string {
 // Records with valid checksums that a live journal could not have written
 // are skipped and reported; the records around them are replayed.
 func TestImpossibleRecordsAreSkipped(t *testing.T) {
-	rec := func(r record) []byte { return encodeRecord(&r) }
+	rec := func(r record) []byte { return encodeRecord(&r, testSeal()) }
+	// resign gives a record whose type and payload were changed its MAC
+	// and checksums again: a record this state dir's key did sign.
+	resign := func(b []byte) []byte {
+		body := b[frameHeaderLen : len(b)-macLen]
+		copy(b[len(b)-macLen:], testSeal().mac(body))
+		seal(b)
+		return b
+	}
 	good := rec(record{typ: recPut, lsn: 20, fileID: "z", path: "/z", content: []byte("kept")})
 	cases := map[string][][]byte{
 		"lsn going backwards": {
@@ -218,24 +226,20 @@ func TestImpossibleRecordsAreSkipped(t *testing.T) {
 			func() []byte {
 				b := rec(record{typ: recDelete, lsn: 1, fileID: "a", path: "/a"})
 				b[12] = 9
-				binary.LittleEndian.PutUint32(b[8:], crc32c(b[12:]))
-				return b
+				return resign(b)
 			}(),
 		},
 		"bytes after the last field": {
 			func() []byte {
 				b := rec(record{typ: recDelete, lsn: 1, fileID: "a", path: "/a"})
-				b = append(b, 0)
-				binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-frameHeaderLen))
-				binary.LittleEndian.PutUint32(b[4:], crc32c(b[0:4]))
-				binary.LittleEndian.PutUint32(b[8:], crc32c(b[12:]))
-				return b
+				b = append(b[:len(b)-macLen], 0)
+				return resign(append(b, make([]byte, macLen)...))
 			}(),
 		},
 	}
 	for name, recs := range cases {
 		t.Run(name, func(t *testing.T) {
-			data := encodeHeader(0)
+			data := testHeader(0)
 			bad := int64(len(data))
 			for i, r := range recs {
 				if i == len(recs)-1 {
@@ -259,7 +263,7 @@ func TestImpossibleRecordsAreSkipped(t *testing.T) {
 
 func TestUnsupportedVersionIsLeftInPlace(t *testing.T) {
 	h := encodeHeader(0)
-	binary.LittleEndian.PutUint32(h[8:], 2)
+	binary.LittleEndian.PutUint32(h[8:], 3)
 	binary.LittleEndian.PutUint32(h[20:], crc32c(h[:20]))
 	dir := withJournal(t, h)
 	opts, _ := testOpts()
@@ -279,7 +283,7 @@ func TestUnsupportedVersionIsLeftInPlace(t *testing.T) {
 // (the journal is created with its header by tmp → fsync → rename): its
 // records are lost, and that is said as loudly as any damage.
 func TestEmptyOrZeroedJournalIsReportedLost(t *testing.T) {
-	for _, n := range []int{0, 7, headerLen, 4096} {
+	for _, n := range []int{0, 7, headerLen, int(testEmptyLen), 4096} {
 		dir := withJournal(t, make([]byte, n))
 		opts, hook := testOpts()
 		j := open(t, dir, opts)

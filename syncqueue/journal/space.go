@@ -59,7 +59,7 @@ func (j *Journal) roomLocked(raws [][]byte, recs []*record) error {
 	if err != nil {
 		return nil // can't tell: let the write itself decide
 	}
-	need := write + headerLen + live + spaceSlack
+	need := write + j.emptyLen + live + spaceSlack
 	if avail < need {
 		return &noSpaceError{dir: j.dir, need: need, avail: avail}
 	}

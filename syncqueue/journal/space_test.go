@@ -141,7 +141,7 @@ func TestFullDiskRecoversByItself(t *testing.T) {
 	// Space comes back: the journal saves and shrinks by itself.
 	release()
 	deadline := time.Now().Add(10 * time.Second)
-	for s := j.Stats(); s.Unsaved || s.FileBytes > headerLen; s = j.Stats() {
+	for s := j.Stats(); s.Unsaved || s.FileBytes > testEmptyLen; s = j.Stats() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the journal did not recover once there was room: %+v", s)
 		}
@@ -169,7 +169,7 @@ func TestFullDiskEmptyJournalCutInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for s := j.Stats(); s.FileBytes > headerLen || s.Unsaved; s = j.Stats() {
+	for s := j.Stats(); s.FileBytes > testEmptyLen || s.Unsaved; s = j.Stats() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the journal was not cut back on a full disk: %+v", s)
 		}

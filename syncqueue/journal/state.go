@@ -76,10 +76,13 @@ type state struct {
 	// liveBytes is the sum of len(rec) over pending: the size of a
 	// compacted journal minus its header.
 	liveBytes int64
+	// seal signs the records the state re-encodes (a rebase).
+	seal *sealer
 }
 
-func newState() state {
+func newState(seal *sealer) state {
 	return state{
+		seal:    seal,
 		pending: make(map[string]*entry),
 		bases:   make(map[string]knownBase),
 		tombs:   make(map[string]uint64),
@@ -185,7 +188,7 @@ func (s *state) apply(r *record, raw []byte) error {
 		if r.memoryID == "" {
 			ne.BaseSHA = ""
 		}
-		ne.rec = encodeRecord(ne.record())
+		ne.rec = encodeRecord(ne.record(), s.seal)
 		if !ne.Deleted {
 			ne.Content = putContent(ne.rec, len(e.Content))
 		}

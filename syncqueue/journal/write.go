@@ -76,7 +76,7 @@ func (j *Journal) Append(changes ...Change) ([]uint64, error) {
 			return lsns, nil
 		}
 		j.noSpaceLocked(err)
-		canShrink := j.size > headerLen+j.st.liveBytes
+		canShrink := j.size > j.emptyLen+j.st.liveBytes
 		j.mu.Unlock()
 		if compacted || !canShrink {
 			return nil, err
@@ -185,7 +185,7 @@ func (j *Journal) encodeLocked(recs []*record) [][]byte {
 	raws := make([][]byte, len(recs))
 	for i, r := range recs {
 		r.lsn = j.st.lastLSN + 1 + uint64(i)
-		raws[i] = encodeRecord(r)
+		raws[i] = encodeRecord(r, j.seal)
 	}
 	return raws
 }

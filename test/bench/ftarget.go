@@ -39,6 +39,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/statedir"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/syncqueue/journal"
 )
@@ -194,7 +195,11 @@ func newMemfs(seeds []seed) (_ *target, err error) {
 		return nil, err
 	}
 	undo.add(func() error { return os.RemoveAll(state) })
-	j, err := journal.Open(filepath.Join(state, "journal"), journal.Options{})
+	keys, err := statedir.LoadKeys(state)
+	if err != nil {
+		return nil, err
+	}
+	j, err := journal.Open(filepath.Join(state, "journal"), journal.Options{Auth: journal.Auth{Key: keys.Key, Identity: keys.Identity, StoreID: "bench"}})
 	if err != nil {
 		return nil, err
 	}
