@@ -185,14 +185,9 @@ func (e *wkEnv) workdirOf(sessionID string) string {
 // line is exactly argv.
 func tlProcesses(ancestor int, argv ...string) []int {
 	want := strings.Join(argv, "\x00") + "\x00"
-	ents, _ := os.ReadDir("/proc")
 	var out []int
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline"); err != nil || string(b) != want {
+	for pid, cmdline := range tlCmdlines() {
+		if cmdline != want {
 			continue
 		}
 		for p := pid; p > 1; p = tlParent(p) {
@@ -200,6 +195,23 @@ func tlProcesses(ancestor int, argv ...string) []int {
 				out = append(out, pid)
 				break
 			}
+		}
+	}
+	return out
+}
+
+// tlCmdlines is every process of this PID namespace with its command line
+// (NUL-separated, as /proc shows it).
+func tlCmdlines() map[int]string {
+	ents, _ := os.ReadDir("/proc")
+	out := map[int]string{}
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline"); err == nil {
+			out[pid] = string(b)
 		}
 	}
 	return out

@@ -168,15 +168,9 @@ func TestToolsSandboxDiesWithWorker(t *testing.T) {
 
 // tlProcessesNamed lists the pids whose argv[0] is name.
 func tlProcessesNamed(name string) []int {
-	ents, _ := os.ReadDir("/proc")
 	var out []int
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-		if err == nil && strings.HasPrefix(string(b), name+"\x00") {
+	for pid, cmdline := range tlCmdlines() {
+		if strings.HasPrefix(cmdline, name+"\x00") {
 			out = append(out, pid)
 		}
 	}

@@ -330,20 +330,11 @@ const (
 // a line that is not the runner's JSON is logged as text.
 func relayRunner(r io.Reader, log logrus.FieldLogger) runnerEnd {
 	var end runnerEnd
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readLine(br, maxRelayLine)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				log.WithError(err).Warn("the agent's sandbox wrote a line too long; the rest of its output is dropped")
-				io.Copy(io.Discard, br) //nolint:errcheck
-			}
-			return end
-		}
+	err := eachLine(r, func(line []byte) {
 		var m map[string]any
 		if json.Unmarshal(line, &m) != nil {
 			log.WithField("line", strings.TrimSpace(string(line))).Info("the agent's sandbox wrote")
-			continue
+			return
 		}
 		msg, _ := m["msg"].(string)
 		lvl, lerr := logrus.ParseLevel(fmt.Sprint(m["level"]))
@@ -361,23 +352,43 @@ func relayRunner(r io.Reader, log logrus.FieldLogger) runnerEnd {
 			fields[k] = v
 		}
 		log.WithFields(fields).Log(lvl, msg)
+	})
+	if err != nil {
+		log.WithError(err).Warn("the agent's sandbox wrote a line too long; the rest of its output is dropped")
 	}
+	return end
 }
 
 // relaySandboxErrors logs what bwrap (or the runner, before its log is set
 // up) writes to stderr, and returns the last line.
 func relaySandboxErrors(r io.Reader, log logrus.FieldLogger) string {
 	var last string
+	err := eachLine(r, func(line []byte) {
+		if last = strings.TrimSpace(string(line)); last != "" {
+			log.WithField("line", last).Warn("the agent's sandbox reported an error")
+		}
+	})
+	if err != nil {
+		log.WithError(err).Warn("the agent's sandbox wrote a line too long to its stderr; the rest is dropped")
+	}
+	return last
+}
+
+// eachLine calls fn with each line of r, of at most maxRelayLine bytes,
+// until EOF (nil). A longer line ends it with an error; the rest of r is
+// read and dropped, so the writer never blocks.
+func eachLine(r io.Reader, fn func(line []byte)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br, maxRelayLine)
 		if err != nil {
 			io.Copy(io.Discard, br) //nolint:errcheck
-			return last
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
 		}
-		if last = strings.TrimSpace(string(line)); last != "" {
-			log.WithField("line", last).Warn("the agent's sandbox reported an error")
-		}
+		fn(line)
 	}
 }
 
