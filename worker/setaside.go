@@ -64,7 +64,10 @@ func (h *host) takeUp(ctx context.Context, storeID, session string, log logrus.F
 		return // never mounted here
 	}
 	if h.cfg.ReplayAPIKey != "" {
-		if api, err := client.New(client.Options{BaseURL: h.cfg.APIURL, APIKey: h.cfg.ReplayAPIKey, Logger: h.log}); err == nil {
+		api, err := client.New(h.cfg.clientOptions(h.cfg.ReplayAPIKey, h.log))
+		if err != nil {
+			log.WithError(err).Error("the replay API key's client: another session's changes are not replayed before this mount")
+		} else {
 			others := func(s string) bool { return s != session }
 			res, left, err := replayWithKey(ctx, api, h.cfg.StateDir, storeID, others, log)
 			switch {
