@@ -250,14 +250,25 @@ func tlWaitFor(t *testing.T, what string, timeout time.Duration, cond func() boo
 
 // startToolsWorker starts memfs worker --run-tools with args (the
 // environment key as MEMFS_ENVIRONMENT_KEY, not on the command line, so
-// the tests can check the agent's shell can't find it), and waits until it
-// polls.
+// the tests can check the agent's shell can't find it), its tools run as
+// tlToolsUser, and waits until it polls.
 func (e *wkEnv) startToolsWorker(env []string, args ...string) *harness.Worker {
+	e.t.Helper()
+	return e.startToolsWorkerAs(tlToolsUser, env, args...)
+}
+
+// startToolsWorkerAs is startToolsWorker with --tools-user user ("": none,
+// the default).
+func (e *wkEnv) startToolsWorkerAs(user string, env []string, args ...string) *harness.Worker {
 	e.t.Helper()
 	requireTool(e.t, "bwrap") // the agent's sandbox
 	opts := harness.WorkerOptions{URL: e.serve.URL, EnvironmentID: e.envID, EnvironmentKey: e.envKey, MemoryRoot: e.root, StateDir: e.stateDir}
-	argv := append([]string{"worker", "--api-url", opts.URL, "--environment-id", opts.EnvironmentID,
-		"--memory-root", opts.MemoryRoot, "--state-dir", opts.StateDir, "--run-tools", "--tools-user", tlToolsUser}, args...)
+	argv := []string{"worker", "--api-url", opts.URL, "--environment-id", opts.EnvironmentID,
+		"--memory-root", opts.MemoryRoot, "--state-dir", opts.StateDir, "--run-tools"}
+	if user != "" {
+		argv = append(argv, "--tools-user", user)
+	}
+	argv = append(argv, args...)
 	w := &harness.Worker{Proc: harness.StartProc(e.t, harness.ProcOptions{Env: append([]string{"MEMFS_ENVIRONMENT_KEY=" + e.envKey}, env...)}, argv...), Opts: opts}
 	e.t.Cleanup(func() {
 		if w.Running() {

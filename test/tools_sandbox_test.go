@@ -176,3 +176,28 @@ func tlProcessesNamed(name string) []int {
 	}
 	return out
 }
+
+// TestToolsUserDefault: without --tools-user the tools run as the owner of
+// --memory-root (chowned to the agent's user, as the deploy kit says), and
+// the session's mounts and work directory are that user's.
+func TestToolsUserDefault(t *testing.T) {
+	t.Parallel()
+	e := newWkEnv(t)
+	if err := os.MkdirAll(e.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(e.root, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	st := e.newStore("Owned", map[string]string{"/o.md": "o\n"})
+	w := e.startToolsWorkerAs("", nil, "--memory-sync-interval", "5s")
+	sess := e.newSession(wkRW(st))
+	e.waitRunning(w, sess)
+	w.WaitOutput(1, wkQuickTimeout, "running the session's tools", `tools_user="nobody (uid 65534, gid 65534)"`)
+	dir := sess.Resources[0].MountPath
+	if out := e.mustTool(sess.ID, "bash", bash("id -u; stat -c '%u %U' "+dir+" "+dir+"/o.md .")); out != "65534\n65534 nobody\n65534 nobody\n65534 nobody\n" &&
+		strings.TrimSpace(out) != "65534\n65534 nobody\n65534 nobody\n65534 nobody" {
+		t.Errorf("the tools' uid and the owners of the mount, a file in it and the work directory: %q, want all 65534", out)
+	}
+	wkStopWorker(t, w, syscall.SIGTERM)
+}
