@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// mountOptions are the -o options mount.memfs takes (issue 10 item 11:
-// memfs's own, then mount(8)'s that it ignores). A name ending in "="
+// mountOptions are the -o options mount.memfs takes (docs/operating.md,
+// "From /etc/fstab or a systemd .mount unit": memfs's own, then mount(8)'s that it ignores). A name ending in "="
 // takes a value; "x-systemd." is a prefix.
 var mountOptions = []string{
 	"ro", "rw", "uid=", "gid=", "allow_other", "api_url=", "api_key_file=", "state_dir=", "sync_interval=",

@@ -1,6 +1,6 @@
 package fs
 
-// Mounts that hide a mount (issue 20, item 5).
+// Mounts that hide a mount (docs/operating.md, "Mounts over a store").
 //
 // Root can put another mount between a mount path and the memfs mount on
 // it: mount --bind /tmp/fake over the mount path, a mount on a directory

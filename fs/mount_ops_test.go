@@ -16,8 +16,8 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// The tests here walk the operations table of design/filesystem.md on a
-// real mount, through the shell or plain syscalls, as a user would.
+// The tests here walk the file operations of docs/operating.md
+// ("Mounting a store", "Owners, modes and limits") on a real mount, through the shell or plain syscalls, as a user would.
 
 var loadedMtime = time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 

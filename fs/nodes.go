@@ -185,7 +185,7 @@ type handle struct {
 var _ = (gofs.NodeOpener)((*fnode)(nil))
 
 // Open is one FUSE round trip per open(2), also for a reader of a file
-// whose pages the kernel keeps (FOPEN_KEEP_CACHE): issue 12 measured
+// whose pages the kernel keeps (FOPEN_KEEP_CACHE): we measured
 // answering ENOSYS instead (the kernel's no-open mode: no OPEN, no
 // RELEASE, for every file of the mount) and kept Open. No-open drops the
 // per-handle open flags, so every close(2), a reader's too, costs a FLUSH
@@ -196,7 +196,8 @@ var _ = (gofs.NodeOpener)((*fnode)(nil))
 // the kernel's atomic_o_trunc off. Zero round trips would also need no
 // FLUSH, and then this process never learns of a close: content would be
 // journaled at each write, so a half-written file could be uploaded, and
-// close could no longer report EILSEQ or EFBIG — against sync.md.
+// close could no longer report EILSEQ or EFBIG — against the sync
+// invariant (docs/sync.md).
 func (n *fnode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	forWrite := flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0
 	if err := n.t.Open(n.ino(), forWrite, flags&syscall.O_TRUNC != 0); err != nil {

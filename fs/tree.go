@@ -29,7 +29,8 @@ type Journal interface {
 }
 
 // SharingJournal is a Journal that lets the tree share the content it
-// recorded (one copy of each file's bytes, issue 12): AppendShared is
+// recorded (one copy of each file's bytes; docs/operating.md, "Mounting
+// a store"): AppendShared is
 // Append that also returns, per state, the journal's own read-only copy
 // of its content (nil for a delete, or where it keeps none). The tree then
 // drops its copy for the journal's, and copies again on the next change.

@@ -4,7 +4,7 @@ import (
 	"errors"
 )
 
-// Lazy content (issue 12): a tree may be loaded from the store's listing
+// Lazy content (docs/operating.md, "Mounting a store"): a tree may be loaded from the store's listing
 // alone — paths and sizes — so that it mounts before any content arrives.
 // Such a file is "lazy": stat shows the store's size, and the content is
 // brought by the Fetcher, in the background (the sync engine fills every

@@ -1,6 +1,6 @@
 package fs
 
-// Taking a mount down (issue 18, item 12).
+// Taking a mount down (docs/operating.md, "Mounting a store").
 //
 // go-fuse's Server.Unmount is not used: it unmounts whatever is on top of
 // the mount point's path and then waits, without a bound, for the FUSE

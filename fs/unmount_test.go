@@ -40,7 +40,7 @@ func unmountWithin(t *testing.T, m *Mount, ctxTimeout time.Duration) (Unmounted,
 }
 
 // TestUnmountCovered: with directories bind-mounted over the mount point
-// and over a directory in the mount (issue 18, item 12), Unmount detaches
+// and over a directory in the mount, Unmount detaches
 // them (reporting each), then unmounts the mount itself, not lazily, and
 // the FUSE server ends; the directories that were mounted are untouched.
 func TestUnmountCovered(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Agents (api.md, "Agents"): the SDK's BetaAgentService (v2.15.0,
+// Agents (docs/api.md, "Agents"): the SDK's BetaAgentService (v2.15.0,
 // betaagent.go), routes /v1/agents under the managed-agents-2026-04-01
 // beta. An agent is versioned: it starts at version 1 and every update
 // that changes something makes the next version; a session snapshots the

@@ -11,7 +11,8 @@
 //
 // Validation lives in this package and runs before a backend is called:
 // a backend may assume its arguments are valid and concentrates on
-// transactions. The rules are those of api.md, "Rules every write enforces".
+// transactions. The rules are those of docs/api.md, "Rules every write
+// enforces".
 //
 // Errors: every failure a caller may act on is one of the sentinel errors
 // below (ErrNotFound, ErrPreconditionFailed, ErrPathConflict, ...), usually

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Limits from api.md, "Rules every write enforces" and "Memory stores".
+// Limits from docs/api.md, "Rules every write enforces".
 const (
 	MaxContentBytes      = 102400
 	MaxPathBytes         = 1024
@@ -28,7 +28,7 @@ const (
 // MaxMemoriesLimit is the highest memory cap memfs serve accepts
 // (--max-memories-per-store). A mount holds its store's whole tree in
 // memory and lists the store at every start, and 100,000 memories is what
-// was measured to work (README, "Owners, modes and limits"); beyond it
+// was measured to work (docs/operating.md, "Owners, modes and limits"); beyond it
 // nothing was, so it is refused rather than left to fail at a mount.
 const MaxMemoriesLimit = 100000
 

@@ -10,7 +10,7 @@ import (
 )
 
 // sentinels are every sentinel error; a validation error must match exactly
-// the one it is meant to (api.md maps each to one HTTP status).
+// the one it is meant to (docs/api.md, "Errors", maps each to one HTTP status).
 var sentinels = []error{
 	ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrPreconditionFailed,
 	ErrPathConflict, ErrConflict, ErrGone, ErrTooLarge, ErrLimit, ErrRateLimited,

@@ -11,7 +11,7 @@ import (
 // error_code heartbeat_precondition_failed); the error is a *HeartbeatError.
 var ErrHeartbeat = errors.New("heartbeat precondition failed")
 
-// Sessions, environments and the work queue (api.md, "Sessions,
+// Sessions, environments and the work queue (docs/api.md, "Sessions,
 // environments and the work queue"): enough of the self-hosted environment
 // protocol for a worker to claim sessions. Wire shapes follow the SDK's
 // BetaEnvironment, BetaManagedAgentsSession and BetaSelfHostedWork.

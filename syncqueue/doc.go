@@ -10,7 +10,7 @@
 //	engine.go     lifecycle (NewEngine, Open, Start, Finish, Close)
 //	flusher.go    local → store: one pass uploads the net change of each file
 //	overlay.go    store → local: the change feed, or a listing every interval
-//	merge.go      the merge rules of shared/design/sync.md, one per row
+//	merge.go      the rule table of docs/sync.md, one function per row
 //	conflicts.go  the conflict log
 //	outage.go     one "unreachable" line per outage, one "recovered" line
 //	observe.go    the Observer metrics hang on (passes, remote changes, conflicts)

@@ -168,7 +168,8 @@ const (
 	journalFailure                   // the journal could not record the answer: retried next pass, no outage
 )
 
-// Reasons a change waits, as status shows them (sync.md, the invariant).
+// Reasons a change waits, as status shows them (docs/sync.md, "Why a
+// change waits").
 const (
 	ReasonWaiting     = "waiting for the next pass"
 	ReasonDeleteDelay = "deletes wait 30 s and a confirming pass"

@@ -16,7 +16,7 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Content behind the listing (issue 12, S3). Open lists the store in the
+// Content behind the listing (docs/operating.md, "Mounting a store"). Open lists the store in the
 // basic view and loads the tree lazily (fs/tree_lazy.go): the mount shows
 // every path and size before any content arrives. Start then fetches the
 // content in the background (fetchAll), and an operation that needs one
@@ -219,7 +219,7 @@ func (e *Engine) fetchAll(ctx context.Context) {
 		Info("memory contents fetched")
 	// The load's garbage (responses, decoded pages) is about the size of
 	// the content; without this the process keeps it resident until the
-	// runtime's scavenger gives it back, minutes later (M1 of issue 12).
+	// runtime's scavenger gives it back, minutes later (the M1 benchmark).
 	debug.FreeOSMemory()
 }
 

@@ -68,7 +68,7 @@ func (e *Engine) load(ctx context.Context) ([]store.Memory, error) {
 // the store's keyset pages are sequential within one listing (at most 20
 // memories a page in the full view, 100 in the basic one), so splitting
 // by directory is what lets a large store load in parallel. A store whose
-// memories sit at its root lists one page at a time (issue 12).
+// memories sit at its root lists one page at a time.
 func listStore(ctx context.Context, st Store, storeID string, concurrency int, full bool, page func([]store.Memory)) ([]store.Memory, error) {
 	list := func(ctx context.Context, opts store.ListMemoriesOptions, fn func(store.MemoryListItem)) error {
 		opts.Full, opts.Limit = full, store.MaxListLimit

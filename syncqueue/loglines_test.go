@@ -12,7 +12,8 @@ import (
 	"github.com/memfs/memfs/store/sqlstore"
 )
 
-// What an operator sees of the engine (issue 10): one info line per pass
+// What an operator sees of the engine (docs/operating.md, "memfs status",
+// Logs): one info line per pass
 // that did something, the load summary and its progress, the store's
 // name, and a last sync that means the store answered.
 

@@ -12,7 +12,7 @@ import (
 )
 
 // memState is what the local copy last agreed with the store on, for one
-// memory: its path and content_sha256 (the "base" of sync.md).
+// memory: its path and content_sha256 (the "base" of docs/sync.md, "Words").
 type memState struct {
 	path, sha string
 }
@@ -108,7 +108,7 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 }
 
 // applyRemote merges the store's state of one memory into the local copy,
-// by the merge table of sync.md: m is the memory as the store holds it
+// by the rule table of docs/sync.md (R1-R18): m is the memory as the store holds it
 // now, or nil when it is gone. The store wins every collision; a losing
 // local version goes to the conflict log. Each row of the table is one
 // function below.
@@ -351,8 +351,8 @@ func (e *Engine) storeNew(m *store.Memory) error {
 // adoptSame settles, without fetching anything, a memory the store now
 // holds at path with sha when the local file there is pending with exactly
 // those bytes (changed to the same bytes on both sides, or our own write
-// whose response was lost): sync.md's "adopt silently: no fetch, no upload,
-// no conflict". It reports whether it did; if not, the caller fetches the
+// whose response was lost): docs/sync.md, R7 and R17, "adopt silently:
+// settle, no upload, no conflict". It reports whether it did; if not, the caller fetches the
 // memory and merges it with applyRemote.
 //
 // REQUIRES: e.syncMu held.

@@ -16,7 +16,7 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// One test per row of the merge rules of sync.md, against a real server
+// One test per row of the rule table of docs/sync.md, against a real server
 // (see merge_env_test.go). Remote changes arrive through the change feed
 // (the flusher's interval is an hour: nothing else could bring them within
 // the deadlines); local uploads are driven with SyncNow.

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// One copy of each file's bytes (issue 12, M1): files closed on the mount
+// One copy of each file's bytes (docs/operating.md, "Mounting a store";
+// the M1 benchmark): files closed on the mount
 // and pending in the journal are held once — the tree shares the
 // journal's record — and files loaded from the store once, as decoded.
 // The heap grows by about the content, not twice it. Not parallel: it

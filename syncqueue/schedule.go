@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// When the flusher runs a pass (shared/design/sync.md, the flusher):
+// When the flusher runs a pass (docs/sync.md, "Passes"):
 //
 //   - every Interval, on a fixed cadence: the longest a closed change
 //     waits, and the only passes that send deletes (their 30 s +

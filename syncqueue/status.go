@@ -8,7 +8,7 @@ import (
 
 // Status is what memfs status shows about one mounted store: every change
 // that has not reached the store, each with the reason it waits (the
-// invariant of sync.md: stored, or pending with a reason, or in the
+// invariant of docs/sync.md: stored, or pending with a reason, or in the
 // conflict log).
 type Status struct {
 	StoreID string `json:"store_id"`

@@ -36,7 +36,8 @@ func mustOpen(t *testing.T, url, key, what string) {
 	}
 }
 
-// TestServeAdminKeyPerDatabase (issue 18, item 1): a data dir that holds
+// TestServeAdminKeyPerDatabase (docs/operating.md, "memfs serve", Admin
+// key): a data dir that holds
 // admin.key for its own database, served with --db OTHER, keeps that key:
 // OTHER's generated key goes to a file named after OTHER, and both
 // databases open with their own keys afterwards.

@@ -41,7 +41,7 @@ func raiseNoFile(t *testing.T, need uint64) {
 	}
 }
 
-// TestServeIdleFlood (issue 18, item 4): 5,000 unauthenticated
+// TestServeIdleFlood (docs/operating.md, "memfs serve", Connections): 5,000 unauthenticated
 // connections from ten addresses, half of which sent one request and half
 // nothing, all kept open, against a serve with 1,024 descriptors: a new
 // client still gets each answer in under a second (the database too has

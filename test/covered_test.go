@@ -16,7 +16,7 @@ import (
 	"github.com/memfs/memfs/worker"
 )
 
-// Issue 20, item 5 on a real worker: a mount over a store's mount path, or
+// Mounts over a store (docs/operating.md) on a real worker: a mount over a store's mount path, or
 // inside it, shows in memfs status as an error of that store and in the
 // log, and clears once it is unmounted; the session runs on.
 

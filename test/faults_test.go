@@ -19,7 +19,8 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// These tests drive issue 8's faults on real mounts of a real memfs serve:
+// These tests drive the faults of docs/sync.md ("Why a change waits") on
+// real mounts of a real memfs serve:
 // after each fault the sync invariant must hold — every file is in the
 // store, or pending with a reason memfs status shows and healing by
 // itself, or in the conflict log — and nothing is lost.
@@ -164,7 +165,8 @@ func TestFaultMemoryCap(t *testing.T) {
 	if reasons["/new.md"] != syncqueue.ReasonCap {
 		t.Fatalf("memfs status: %v, want /new.md waiting on the cap", reasons)
 	}
-	// Later passes don't send it again (issue 18 item 5): the server's
+	// Later passes don't send it again (docs/sync.md, "Why a change
+	// waits"): the server's
 	// access log has the one refusal.
 	refusals := func() int { return strings.Count(e.serve.Output(), "status=422") }
 	for range 3 {

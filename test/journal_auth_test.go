@@ -20,7 +20,8 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// Journal authentication (issue 20, item 4) on real processes: a journal
+// Journal authentication (docs/formats.md, "Authentication and sessions")
+// on real processes: a journal
 // is uploaded only by the state dir that wrote it, and only with the
 // credential of the session that wrote it.
 

@@ -19,7 +19,8 @@ import (
 	"github.com/memfs/memfs/syncqueue"
 )
 
-// An I/O error on the journal (issue 18, items 2 and 9a), on a real mount:
+// An I/O error on the journal (docs/formats.md, "The journal (version
+// 2)", I/O errors; docs/sync.md, "Why a change waits"), on a real mount:
 // strace fails every fdatasync of the memfs mount process with EIO for a
 // while. Closes fail with EIO only while that lasts, the files keep their
 // content and reach the store once it is over, memfs status names the

@@ -15,7 +15,7 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// Keys off the command line (issue 9, item 10): every key-taking flag has
+// Keys off the command line (docs/operating.md, "Commands and keys"): every key-taking flag has
 // a --NAME-file twin, and what ps shows of a process holds no key.
 
 // writeKeyFile writes key (and a newline, as echo would) to a new file

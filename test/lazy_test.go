@@ -16,7 +16,8 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// Issue 12, S3 on real processes: memfs mount mounts from the store's
+// Content behind the listing (docs/operating.md, "Mounting a store"; the
+// S3 benchmark) on real processes: memfs mount mounts from the store's
 // listing and fetches the content behind it. lzGate is an HTTP proxy in
 // front of memfs serve that holds the content requests (full-view
 // listings, and single memories named in hold) until released, or

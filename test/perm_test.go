@@ -57,7 +57,7 @@ func pmMustAs(t *testing.T, uid int, dir, script string) string {
 }
 
 // A worker mounts a session's stores for the agent's user (the owner of
-// the memory root, as worker.md's fix makes it): the agent reads, edits
+// the memory root, as the fix in docs/operating.md makes it): the agent reads, edits
 // and creates files as in a local folder, the edits reach the store, and
 // a read-only store stays read-only whatever the modes.
 func TestWorkerMountsBelongToTheAgent(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/memfs/memfs/store/client"
 )
 
-// Private files (issue 9, item 11): what memfs writes on disk (memories,
+// Private files (docs/formats.md; docs/operating.md, "memfs serve"): what memfs writes on disk (memories,
 // keys, journals, conflicts, status sockets) is the user's private data,
 // so no file it makes is open to group or others, whatever the umask and
 // the directory around it.

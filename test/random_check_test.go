@@ -82,7 +82,8 @@ func (r *rnd) syncAndCheckStore(where string, exact bool) {
 	r.t.Helper()
 	if len(r.m.files) == 0 {
 		// Every file of a store gone at once is treated as an accident:
-		// nothing is deleted and the files come back (sync.md). This test
+		// nothing is deleted and the files come back (docs/sync.md,
+		// "Deletes": the wipe guard). This test
 		// does not model that, so it keeps one file.
 		p := "keep.md"
 		r.record(len(r.ops)+1, "keep", "create "+p, 0)
@@ -132,7 +133,7 @@ func rndPendingList(st syncqueue.Status) string {
 // (content that is not UTF-8) or when what blocks its path moves.
 var rndLastingReasons = map[string]bool{syncqueue.ReasonNotUTF8: true, syncqueue.ReasonPath: true}
 
-// checkInvariant checks sync.md's invariant after a sync: every file of
+// checkInvariant checks the sync invariant (docs/sync.md) after a sync: every file of
 // the mount is in the store with its content, or pending with a reason
 // status shows (and a lasting one: nothing transient is left once the
 // store is back); every memory of the store is a file of the mount, or the

@@ -37,7 +37,7 @@ import (
 // directories, bytes) and every failing operation must fail with the
 // errno the model predicts; every few steps the test drives the flusher
 // until it has nothing more to do and checks the sync invariant of
-// shared/design/sync.md: every file is in the store, or pending with a
+// docs/sync.md: every file is in the store, or pending with a
 // reason memfs status shows, or (the store won) in the conflict log, and
 // every memory of the store is a file of the mount or has a pending
 // change of its own.

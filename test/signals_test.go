@@ -16,22 +16,23 @@ import (
 	"github.com/memfs/memfs/worker"
 )
 
-// Tests of the second signal (worker.md, "Signals and crashes"): the first
+// Tests of the second signal (docs/operating.md, "Mounting a store" and
+// "The worker"): the first
 // SIGINT/SIGTERM starts a clean stop, the second stops waiting, and no
 // signal may kill a process before it has detached its mounts.
 
 // sgExitLeft is the exit status every command that syncs documents
-// (--help, README) for a stop that left changes in the journal.
+// (--help, docs/operating.md) for a stop that left changes in the journal.
 const sgExitLeft = 3
 
 // TestMountSecondSignal: a second signal while memfs mount stops (Ctrl-C
 // twice; timeout(1), which signals the process and then its group) stops
-// the waiting but never leaves a dead mount (issue 8 case 11): the process
+// the waiting but never leaves a dead mount: the process
 // exits with its journal closed, the mount point is neither mounted nor
 // ENOTCONN, and the next memfs mount with the same state dir shows every
 // file closed before the signals and uploads it from the journal: nothing
 // closed is lost. The exit status says what the stop left, not how it
-// began (issue 10): sgExitLeft when the second signal cut the final sync
+// began (docs/operating.md, "Stopping and exit status"): sgExitLeft when the second signal cut the final sync
 // short (a stalled store), 0 when it only cut short the wait for a busy
 // mount after everything went up; either when it raced the final sync.
 func TestMountSecondSignal(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 	"github.com/memfs/memfs/worker"
 )
 
-// Issue 10, items 1, 2, 4 and 5 on real processes: memfs status against
+// docs/operating.md, "memfs status", on real processes: memfs status against
 // live mounts and what they leave behind, the log lines of sync passes
 // and outages, and the line that says a store was loaded.
 
@@ -497,7 +497,7 @@ func stCommand(t *testing.T, o harness.MountOptions, env []string) *exec.Cmd {
 	return cmd
 }
 
-// Issue 18 item 9b: a mount whose credential may read its store but not
+// A mount whose credential may read its store but not
 // write it (a session's token, the store attached read-only) is refused
 // by the store, which answers: the log says "refused by the store" with
 // the store's message, once however many passes, and never "store
@@ -546,7 +546,7 @@ func TestMountRefusedByTheStore(t *testing.T) {
 	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
 }
 
-// Issue 18 item 9b: every figure of memfs status's text equals the JSON's,
+// Every figure of memfs status's text equals the JSON's,
 // for a mount with a change waiting for each reason a test can make at
 // once: files closed while the state dir was full (never journaled), new
 // files at the store's memory cap, content that is not UTF-8, a delete

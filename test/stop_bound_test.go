@@ -14,9 +14,8 @@ import (
 	"github.com/memfs/memfs/worker"
 )
 
-// Tests that a stop ends within the stop timeout the README documents
-// (worker.StopTimeout), whatever was done to the mounts (issue 18, item
-// 12). The bound is a correctness bound, not a speed goal: a stop that
+// Tests that a stop ends within the stop timeout docs/operating.md
+// documents (worker.StopTimeout), whatever was done to the mounts. The bound is a correctness bound, not a speed goal: a stop that
 // hangs never ends; one that works ends in a second or two.
 
 // TestWorkerStopTamperedMounts: root on the host (the agent's shell can't

@@ -22,9 +22,9 @@ import (
 	"github.com/memfs/memfs/worker"
 )
 
-// Tests of how memfs stops (issue 10, items 6–8): an unmount from outside
+// Tests of how memfs stops (docs/operating.md): an unmount from outside
 // is a normal stop, the exit status says whether changes were left in the
-// journal (README, "Exit status"), and memfs serve checks its address
+// journal (docs/operating.md, "Stopping and exit status"), and memfs serve checks its address
 // before it creates anything.
 
 // stUnmount unmounts dir from outside the memfs process, as an operator

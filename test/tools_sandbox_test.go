@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// TestToolsSandboxProbes: the attacks of issue 20, repeated as tool calls
+// TestToolsSandboxProbes: the attacks the sandbox closes (docs/operating.md,
+// "The agent's sandbox"), repeated as tool calls
 // from session A on a root worker that runs two sessions (A with a
 // read-write and a read-only store, B with a store of its own). Each probe
 // is a bash command whose output must show it failed; what the agent owns

@@ -11,7 +11,7 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// TestWorkerSymlinkEscape (issue 9): memfs serve's --memory-root reaches
+// TestWorkerSymlinkEscape (docs/operating.md, "The worker"): memfs serve's --memory-root reaches
 // outside the worker's memory root through a symlink below it
 // (<tmp>/mnt/link -> <tmp>/outside), so the session's mount path
 // <tmp>/mnt/link/evil is lexically under the worker's root <tmp>/mnt but

@@ -504,7 +504,7 @@ func TestWorkerSIGTERM(t *testing.T) {
 // no stale mount is left. With the memory root reached through a symlink
 // (--memory-root <tmp>/link/mnt, link -> real), the stores are mounted,
 // recorded and found again at their canonical paths under <tmp>/real/mnt,
-// the paths /proc/self/mountinfo lists (issue 9).
+// the paths /proc/self/mountinfo lists.
 func TestWorkerKill9(t *testing.T) {
 	t.Parallel()
 	t.Run("plain memory root", func(t *testing.T) {

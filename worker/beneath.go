@@ -1,6 +1,7 @@
 package worker
 
-// Walking a path without following symlinks (issue 9, item 9).
+// Walking a path without following symlinks (docs/operating.md, "The
+// worker": a mount path that crosses a symlink is refused).
 //
 // The memory root is resolved once, with filepath.EvalSymlinks: the
 // operator may have made it, or a directory above it, a symlink. Nothing

@@ -9,7 +9,8 @@ import (
 	"github.com/memfs/memfs/fs"
 )
 
-// Mounts over or inside a store's mount path (issue 20, item 5).
+// Mounts over or inside a store's mount path (docs/operating.md, "Mounts
+// over a store").
 //
 // Root can mount something over a store's mount path, over a directory
 // above it, or on a directory in the mount (mount --bind /tmp/fake

@@ -48,8 +48,8 @@ func newHost(cfg Config) *host {
 	return h
 }
 
-// memoryRoot makes sure the memory root exists and is writable (worker.md
-// step 4) and returns it, resolved. The canonical root is resolved once
+// memoryRoot makes sure the memory root exists and is writable
+// (docs/operating.md, "Session lifecycle", step 4) and returns it, resolved. The canonical root is resolved once
 // and used from then on, even if a symlink on the way to it changes.
 func (h *host) memoryRoot() (memoryRoot, error) {
 	h.rootMu.Lock()

@@ -11,7 +11,8 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Ending says how a session ends (worker.md step 7).
+// Ending says how a session ends (docs/operating.md, "Session lifecycle",
+// step 7).
 type Ending int
 
 const (

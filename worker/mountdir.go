@@ -10,7 +10,7 @@ import (
 )
 
 // mountDir is a mount directory this process created below the memory
-// root (worker.md step 5). It keeps the directory it was created in open,
+// root (docs/operating.md, "Session lifecycle", step 5). It keeps the directory it was created in open,
 // so it is checked and removed there, wherever a rename may have taken
 // that directory since; its device and inode tell it from a directory
 // swapped in at the same path.

@@ -155,7 +155,7 @@ func below(root, p string) (string, bool) {
 }
 
 // checkMountPath checks one store's mount path before anything is mounted
-// (worker.md step 4): a clean absolute path (no ..) under the memory
+// (docs/operating.md, "Session lifecycle", step 4): a clean absolute path (no ..) under the memory
 // root, reached from the root without crossing a symlink, with nothing at
 // it. A resource without a mount path gets <root>/<slug>. The mount path
 // may name the root as configured or in its canonical form.
@@ -203,7 +203,8 @@ func (t mountTarget) checkFree(parent int) error {
 	}
 }
 
-// existsError is worker.md's refusal of a path where something is; a
+// existsError is the refusal of a path where something is
+// (docs/operating.md, "Session lifecycle", step 4); a
 // symlink says where it points.
 func (t mountTarget) existsError(parent int, st unix.Stat_t) error {
 	what := ""

@@ -11,7 +11,8 @@ import (
 	"strings"
 )
 
-// The agent's sandbox (--run-tools; README "The agent's sandbox").
+// The agent's sandbox (--run-tools; docs/operating.md, "The agent's
+// sandbox").
 //
 // The model's output is untrusted input, and the worker runs as root (it
 // mounts). So the session's tool runner — the SDK's runner with its bash,

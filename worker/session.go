@@ -19,7 +19,7 @@ import (
 	"github.com/memfs/memfs/store/client"
 )
 
-// Session runs one claimed work item (worker.md, "Session lifecycle"):
+// Session runs one claimed work item (docs/operating.md, "Session lifecycle"):
 // heartbeat from the claim to the end of teardown; get the session with
 // its token; check every mount path; mount all stores or none; run; end
 // cleanly, on shutdown or error, or after losing the lease.

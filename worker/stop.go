@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// How long a stop may take (issue 18, item 12). The README documents a
-// stop timeout of at least StopTimeout for a worker (systemd
-// TimeoutStopSec, docker --stop-timeout): a session's teardown must end
+// How long a stop may take. docs/operating.md ("Deploying", Stop
+// timeouts) documents a stop timeout of at least StopTimeout for a worker
+// (systemd TimeoutStopSec, docker --stop-timeout): a session's teardown must end
 // within it, whatever the mounts, the store or the agent's shell do. So a
 // teardown gets one deadline, TeardownTimeout after it starts, and every
 // step of it a share, in order:
@@ -23,7 +23,7 @@ import (
 // worst case, TeardownTimeout + minStopRequest, leaves StopTimeout's last
 // seconds to the process's exit.
 const (
-	// StopTimeout is the least stop timeout the README documents.
+	// StopTimeout is the least stop timeout docs/operating.md documents.
 	StopTimeout = 35 * time.Second
 	// TeardownTimeout bounds a session's teardown, from its start.
 	TeardownTimeout = 30 * time.Second

@@ -24,7 +24,8 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Running the session's tools (--run-tools, worker.md): once a session's
+// Running the session's tools (--run-tools; docs/operating.md, "Running
+// the session's tools"): once a session's
 // stores are mounted, the official SDK's session tool runner executes the
 // agent's tool calls (bash, read, write, edit, glob, grep of
 // agent_toolset_20260401) in a work directory of the session's own, and

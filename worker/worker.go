@@ -70,8 +70,8 @@ type Config struct {
 	// its tools can work in them.
 	Owner fs.Ownership
 	// OwnerFromMemoryRoot takes Owner's UID and GID from the owner of the
-	// memory root instead (the default: the fix worker.md gives chowns it
-	// to the agent's user).
+	// memory root instead (the default: the fix docs/operating.md gives,
+	// "Owners, modes and limits", chowns it to the agent's user).
 	OwnerFromMemoryRoot bool
 	// AllowOther lets users other than the worker's enter the mounts
 	// (FUSE allow_other). The worker model needs it when the agent runs

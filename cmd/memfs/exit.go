@@ -8,7 +8,7 @@ import (
 )
 
 // Exit statuses. They are the same for every command and documented in
-// the README ("Exit status") and in the --help of the commands that stop
+// docs/operating.md ("Stopping and exit status") and in the --help of the commands that stop
 // with changes in hand (mount, session, worker, up, replay), so scripts,
 // systemd units and container runtimes can tell the outcomes apart:
 //

@@ -3,8 +3,8 @@ package main
 // Keys on the command line are visible to every user of the host: ps and
 // /proc/<pid>/cmdline are world-readable. So every flag that takes a key
 // (--api-key, --admin-key, --environment-key, --replay-api-key) has a
-// --NAME-file twin and an environment variable, and the help and the
-// README show only those. --NAME itself stays for scripts and tests that
+// --NAME-file twin and an environment variable, and the help and
+// docs/operating.md show only those. --NAME itself stays for scripts and tests that
 // run alone on a machine.
 //
 // Which one is used: --NAME, else --NAME-file, else the first non-empty

@@ -21,7 +21,8 @@ func init() {
 	register("mount", "mount one memory store in the foreground (for people and tests)", runMount)
 }
 
-// syncFlags are the options of every command that syncs (worker.md).
+// syncFlags are the options of every command that syncs (docs/sync.md,
+// "Passes" and "Deletes").
 type syncFlags struct {
 	interval, deletions, stateDir string
 	quiet                         string // --memory-sync-quiet (syncquiet.go)
@@ -43,7 +44,7 @@ func (s *syncFlags) add(fs *flag.FlagSet) {
 }
 
 // addWith adds the flags with d's defaults. "off" means the same on every
-// command (worker.md): run without memory. The worker and memfs session
+// command (docs/sync.md, "Passes"): run without memory. The worker and memfs session
 // then run sessions without their stores; memfs mount and memfs up, which
 // exist to mount a store, refuse it.
 func (s *syncFlags) addWith(fs *flag.FlagSet, d syncDefaults) {

@@ -9,8 +9,8 @@ import (
 	"github.com/memfs/memfs/fs"
 )
 
-// ownerFlags are who owns a mount and with which modes (filesystem.md,
-// "Attributes and ownership"), the same on mount, worker, session and up.
+// ownerFlags are who owns a mount and with which modes (docs/operating.md,
+// "Owners, modes and limits"), the same on mount, worker, session and up.
 type ownerFlags struct {
 	uid, gid                 string
 	fileMode, dirMode, umask string

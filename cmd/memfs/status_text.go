@@ -118,7 +118,7 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		field("pending", "%s, %s; journal %s", uploads, plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
 	}
 	if c := s.Content; c.Fetched < c.Total {
-		// Mounted from the listing: the content is still coming (issue 12).
+		// Mounted from the listing: the content is still coming.
 		field("content", "%d of %d memories fetched; the rest comes in the background, or when read", c.Fetched, c.Total)
 	}
 	var trouble []string

@@ -1,5 +1,5 @@
 // Package client is the Go client of the Memory Stores API served by
-// memfs serve (and by any server speaking the same protocol, see api.md).
+// memfs serve (and by any server speaking the same protocol, see docs/api.md).
 // The memfs worker, the sync engine and the admin commands use it.
 //
 // # The protocol
@@ -49,7 +49,7 @@
 // A retried write may have been applied by an attempt whose response never
 // arrived. Deletes and updates without a content precondition are
 // idempotent. Creates and conditional updates are not, so the client
-// recognises its own earlier write (sync.md, "Lost responses"):
+// recognises its own earlier write (docs/sync.md, R22):
 //
 //   - CreateMemory answered 409 memory_path_conflict_error for exactly the
 //     requested path, where the memory found there holds exactly the bytes

@@ -1,5 +1,5 @@
 // Package server is the HTTP face of memfs serve: the Memory Stores API of
-// api.md over a store.Backend, wire-compatible with the Claude Managed
+// docs/api.md over a store.Backend, wire-compatible with the Claude Managed
 // Agents API so the official SDK works against it unchanged.
 //
 // Every response carries a request-id header; every error is the JSON

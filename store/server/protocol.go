@@ -8,7 +8,7 @@ import (
 
 // The protocol headers, refused as the hosted API refuses them, so that a
 // client that works against memfs serve works against the hosted API
-// (api.md, "Headers, as the hosted API wants them"): every routed request
+// (docs/api.md, "Headers, as the hosted API wants them"): every routed request
 // needs anthropic-version, and a route of a beta family needs its
 // anthropic-beta value. The answer is a 400 invalid_request_error that
 // names the header, in the usual error envelope.

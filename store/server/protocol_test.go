@@ -11,8 +11,8 @@ import (
 )
 
 // TestProtocolRefused: memfs serve refuses what the hosted API refuses
-// (api.md, "Headers, as the hosted API wants them" and "Authentication
-// and authorization"): a request without anthropic-version, or a beta
+// (docs/api.md, "Headers, as the hosted API wants them" and
+// "Authentication"): a request without anthropic-version, or a beta
 // route without its beta value, is a 400 invalid_request_error naming
 // the header, in the error envelope, and changes nothing; an environment
 // key or a session token is a bearer credential (x-api-key is for API

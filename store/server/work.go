@@ -9,7 +9,8 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Environments, sessions and the work queue (api.md). Credentials: an
+// Environments, sessions and the work queue (docs/api.md, "Sessions,
+// environments and the work queue"). Credentials: an
 // admin key may do everything but poll and ack; an environment key works
 // its own environment's queue and reads its sessions; a session token
 // reads its session and heartbeats and stops its own work item.

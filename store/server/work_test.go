@@ -20,8 +20,8 @@ import (
 )
 
 // Environments, sessions, the work queue and scoped credentials over
-// HTTP (api.md, "Sessions, environments and the work queue" and
-// "Authentication and authorization").
+// HTTP (docs/api.md, "Sessions, environments and the work queue" and
+// "Authentication").
 
 // queueObserved is the real backend with one observation point: it
 // reports each poll that found nothing, so a test knows a blocking poll

@@ -95,7 +95,7 @@
 // # Indexes
 //
 // Every query costs O(log n) in its index, or O(page) for a listing,
-// whatever the size of the store (issue 13); plans_test.go asks both
+// whatever the size of the store; plans_test.go asks both
 // databases for the plan of each query named in plans.go and fails on a
 // scan, or a seek on store_id (environment_id, session_id) alone, that a
 // LIMIT does not stop. Which index serves which query:

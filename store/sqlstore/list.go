@@ -13,8 +13,9 @@ import (
 // memory more than n levels below the prefix is rolled up into a
 // memory_prefix item for its level-n directory, placed where that
 // directory's first memory would be; the listing then resumes past the
-// directory's subtree. (api.md defines depth 0 and 1; deeper values follow
-// the same rule.) On an error no page is returned, never a partial one.
+// directory's subtree. (The hosted API defines depth 0 and 1; deeper values
+// follow the same rule: docs/api.md, "Choices where the hosted API's
+// documentation left one".) On an error no page is returned, never a partial one.
 func (db *DB) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
 	var page store.Page[store.MemoryListItem]
 	if _, err := db.GetStore(ctx, storeID); err != nil {

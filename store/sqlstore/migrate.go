@@ -171,7 +171,7 @@ CREATE TABLE session_events (
 );
 `
 
-// schemaV5 adds the indexes three queries lacked (issue 13; doc.go,
+// schemaV5 adds the indexes three queries lacked (doc.go,
 // "Indexes"): a version's feed row, which redaction wipes, was found by
 // reading every feed row of its store; an environment's work listing
 // sorted all of the environment's items to return one page; and a claim

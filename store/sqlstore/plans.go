@@ -17,7 +17,7 @@ import (
 // seeks of UNIQUE (store_id, path), the path and the first row of the
 // range [p+"/", subtreeEnd(p)), each reading at most one row more (self).
 // Written as one condition, "path = p OR path in the range", SQLite reads
-// the whole store: the OR keeps it from using either bound (issue 13), and
+// the whole store: the OR keeps it from using either bound, and
 // PostgreSQL sorts every row of the store. A single range [p, p+"0")
 // would not do either: it holds p's siblings "p.txt", "p-1" too.
 // Args: see pathTakenArgs.

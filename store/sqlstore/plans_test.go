@@ -318,7 +318,7 @@ func planDB(t *testing.T, dsn string) *DB {
 		}
 	}
 	if db.d.name == "postgres" {
-		// One store of 30,000 memories (the shape issue 13 measured:
+		// One store of 30,000 memories (the shape the X1 benchmark measured:
 		// with it the old path check's generic plan walks the whole
 		// store, with 95% it does not), versions and changes of a large
 		// store beside 99 small ones, an environment of mostly stopped

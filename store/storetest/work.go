@@ -11,8 +11,8 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Environments and sessions (api.md, "Sessions, environments and the work
-// queue"). The work queue itself is in workqueue.go.
+// Environments and sessions (docs/api.md, "Sessions, environments and
+// the work queue"). The work queue itself is in workqueue.go.
 
 var environmentTests = []test{
 	{"CreateGet", testEnvironmentCreateGet},

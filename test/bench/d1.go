@@ -40,7 +40,8 @@ func benchD1(ctx context.Context, cfg config) ([]row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.name, err)
 		}
-		// Both backends share the goal (issue 12, D1): ≥ 1,000 creates/s.
+		// Both backends share the goal (D1, docs/operating.md, "Tests and
+		// benchmarks"): ≥ 1,000 creates/s.
 		goal, ref := "≥ 1,000/s", "1,000/s"
 		ratio := fmt.Sprintf("%.2f× goal", creates/1000)
 		rows = append(rows,

@@ -25,7 +25,7 @@ func init() {
 }
 
 // benchI1: requests per idle interval per mount, with and without the
-// change feed (issue 19), at 10 and 10,000 memories. One database behind
+// change feed (docs/api.md, "The change feed"), at 10 and 10,000 memories. One database behind
 // two in-process memfs serve handlers, one with the feed and one with
 // NoChangeFeed (as memfs serve --change-feed=false, and the hosted API);
 // each of the four mounts is untouched, counted by its User-Agent over

@@ -1,4 +1,5 @@
-// Command bench measures memfs against its references (benchmarks.md) and
+// Command bench measures memfs against its references (docs/operating.md,
+// "Tests and benchmarks") and
 // prints a markdown table of each measure, its reference, the ratio and
 // the goal. Every figure is the median of several repetitions, measured
 // side by side in one run.

@@ -23,7 +23,8 @@ func init() {
 	measures = append(measures, measure{id: "Q1", run: benchQ1})
 }
 
-// Q1's shape (issue 13 item 4): serve processes on one PostgreSQL
+// Q1's shape (docs/operating.md, "memfs serve", Work queue across
+// processes): serve processes on one PostgreSQL
 // database, workers long-polling one environment spread over them, and
 // sessions created through all of them.
 const (

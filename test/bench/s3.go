@@ -28,7 +28,7 @@ func init() {
 // the next. The main rows use the store shape of S1 and S2 at
 // -smemories (2,000) and -s3large (10,000) memories; a context row uses a
 // store with every memory in one directory. Goal ≤ 0.2× the official
-// worker's Download (issue 12): memfs mounts from the listing and fetches
+// worker's Download: memfs mounts from the listing and fetches
 // the content behind it, so `ls -l` waits for the listing only.
 func benchS3(ctx context.Context, cfg config, env *sEnv) ([]row, error) {
 	layouts := []sLayout{{sopts.memories, sopts.dirs}}

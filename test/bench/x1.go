@@ -26,7 +26,8 @@ var x1opts struct {
 	mounts bool
 }
 
-// X1 is the store service at scale (issue 13, item 5). For each backend
+// X1 is the store service at scale (docs/operating.md, "memfs serve",
+// Scale). For each backend
 // (SQLite on /tmp; PostgreSQL in scratch databases of
 // MEMFS_BENCH_POSTGRES_URL, which make bench runs durable: fsync on) and
 // each size of -x1sizes, a database of its own holds one store grown
@@ -52,7 +53,7 @@ var x1opts struct {
 //     then, and the seconds of `ls -lR` and `grep -r` over the mount.
 //
 // Every row is also given as a ratio to the first size's row. Goals
-// (issue 13): every write at the largest size ≥ 0.8× its rate at the
+// (docs/operating.md, "Tests and benchmarks"): every write at the largest size ≥ 0.8× its rate at the
 // first; a listing page ≤ 1.25× its time at the first (constant, within
 // noise); a full listing linear: its time per memory ≤ 1.25× the first's;
 // a mount of 100,000 memories answers `ls -l` in under 10 s.

@@ -1,5 +1,5 @@
 // Command scale seeds a store through the Memory Stores API for the scale
-// measurements of issue 13 (run.sh): N memories of about 1 KB spread over
+// measurements (run.sh; docs/operating.md, "Owners, modes and limits"): N memories of about 1 KB spread over
 // folders, created by concurrent clients as real users' creates would be.
 // It prints the new store's id. It writes through HTTP, not rows, so the
 // store is exactly what the API would have made (the feed, the counts).

@@ -1,5 +1,5 @@
 // Package metrics exports what the mounts and the worker of one process
-// do as Prometheus metrics (the README's table lists them).
+// do as Prometheus metrics (docs/operating.md, "Metrics", lists them).
 //
 // It lives below worker because it implements worker.Metrics: the
 // packages that do the work (fs, syncqueue, worker) define small observer

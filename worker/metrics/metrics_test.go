@@ -288,10 +288,10 @@ func TestNewWithoutWorkItems(t *testing.T) {
 	}
 }
 
-// Every reason label, "other" included, is documented in the README's
+// Every reason label, "other" included, is documented in docs/operating.md's
 // metrics section.
 func TestReasonLabelsDocumented(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestReasonLabelsDocumented(t *testing.T) {
 	start := strings.Index(readme, "### Metrics")
 	end := strings.Index(readme[max(start, 0):], "\n## ")
 	if start < 0 || end < 0 {
-		t.Fatal("the README has no metrics section")
+		t.Fatal("docs/operating.md has no metrics section")
 	}
 	section := readme[start : start+end]
 	for _, l := range reasonOrder {
@@ -308,7 +308,7 @@ func TestReasonLabelsDocumented(t *testing.T) {
 			doc = "`reason=\"other\"`" // `other` alone is also an HTTP method's label
 		}
 		if !strings.Contains(section, doc) {
-			t.Errorf("the reason label %q is not documented in the README's metrics section (%s)", l, doc)
+			t.Errorf("the reason label %q is not documented in the metrics section of docs/operating.md (%s)", l, doc)
 		}
 	}
 }
