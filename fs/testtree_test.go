@@ -3,7 +3,6 @@ package fs
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -234,15 +233,6 @@ func treeSnapshot(tr *Tree) map[string]string {
 	}
 	walk(tr.root)
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // wantTree fails t unless the tree holds exactly want (as from treeSnapshot;

@@ -281,8 +281,7 @@ func TestPartialListingDeletesNothing(t *testing.T) {
 	e.proxy.setFault(mgShortListing) // after the mount's own listing
 	loaded := len(e.proxy.requests("list"))
 	eventually(t, "two listings", func() bool { return len(e.proxy.requests("list")) >= loaded+2 })
-	e.eng.syncMu.Lock()
-	e.eng.syncMu.Unlock() //nolint:staticcheck // only waits for a merge under way
+	e.afterMerge()
 	for p, c := range files {
 		if got, ok := e.read(p); !ok || got != c {
 			t.Errorf("%s after partial listings: %q, %v", p, got, ok)

@@ -228,8 +228,7 @@ func TestLazyRemoteChangesToUnfetchedFiles(t *testing.T) {
 	e.remotePut("/a.md", "alpha, edited in the store\n")
 	e.remoteDelete("/d/c.md")
 	e.caughtUp()
-	e.eng.syncMu.Lock()
-	e.eng.syncMu.Unlock() //nolint:staticcheck // only waits for a merge under way
+	e.afterMerge()
 	if a, err := e.lookup("/a.md"); err != nil || a.Size != int64(len("alpha, edited in the store\n")) {
 		t.Errorf("stat after a remote edit: %+v, %v", a, err)
 	}

@@ -511,6 +511,15 @@ func (e *mgEnv) caughtUp() {
 	})
 }
 
+// afterMerge returns once a merge that holds syncMu when it is called
+// (a listing compared, a feed page applied) has finished: the lock is
+// taken only when that merge lets go of it. Nothing happens while it is
+// held; taking it is the wait.
+func (e *mgEnv) afterMerge() {
+	e.eng.syncMu.Lock()
+	defer e.eng.syncMu.Unlock()
+}
+
 // waitLocal waits until the mount shows content at p (exists) or no file
 // at p (!exists), and returns how long that took.
 func (e *mgEnv) waitLocal(p, content string, exists bool) time.Duration {

@@ -688,8 +688,7 @@ func TestOverlayListingFallback(t *testing.T) {
 	// The first listing runs at Start; wait until it has been compared, so
 	// that the changes below are new to the overlay.
 	eventually(t, "the first listing", func() bool { return len(e.proxy.requests("list")) > loaded })
-	e.eng.syncMu.Lock()
-	e.eng.syncMu.Unlock() //nolint:staticcheck // only waits for a merge under way
+	e.afterMerge()
 	e.remotePut("/a.md", "theirs a\n")
 	// Remote first: whether a flusher tick or the next listing sees the
 	// collision, it is one (a local write uploaded just before the remote

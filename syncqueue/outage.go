@@ -93,11 +93,12 @@ func storeMessage(err error) string {
 	return err.Error()
 }
 
-// last returns the last failure and when it happened.
-func (o *outage) last() (error, time.Time, bool) {
+// last returns when the last failure happened, whether the store is down
+// now, and the failure itself (nil if there has been none).
+func (o *outage) last() (time.Time, bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.lastErr, o.lastAt, o.down
+	return o.lastAt, o.down, o.lastErr
 }
 
 // inflight tracks the requests to the store that have not answered yet,

@@ -356,7 +356,7 @@ func TestQuietPassesLeaveDeletesToTheInterval(t *testing.T) {
 		}
 		// The first interval pass (at +5 s) sees the delete; it is sent by
 		// the first one at least 30 s later (+35 s).
-		sleep(e.start.Add(35*time.Second - time.Nanosecond).Sub(time.Now()))
+		sleep(time.Until(e.start.Add(35*time.Second - time.Nanosecond)))
 		if m := e.memory("/old.md"); m == nil {
 			t.Fatal("the delete was sent before 30 s had passed since the interval's pass saw it")
 		}

@@ -118,7 +118,7 @@ func (e *Engine) Status() Status {
 	defer e.closeMu.RUnlock()
 	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
 	e.locked(func() { s.Follows = e.follows })
-	lastErr, lastAt, down := e.outage.last()
+	lastAt, down, lastErr := e.outage.last()
 	s.Unreachable = down
 	if r := e.outage.refusal(); r != nil {
 		s.Refused = storeMessage(r)

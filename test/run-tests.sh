@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a fresh Debian bookworm machine, then
 # runs them. Usage:
-#   bash test/run-tests.sh                          # whole suite (+ GOMAXPROCS=1 pass)
-#   bash test/run-tests.sh -run TestFoo ./store/... # args replace the default ./...
+#   bash test/run-tests.sh                          # lint, whole suite (+ GOMAXPROCS=1 pass)
+#   bash test/run-tests.sh -run TestFoo ./store/... # args replace the default ./...; no lint
+#
+# A full run first lints the tree (test/lint.sh: go vet, gofmt -l and the
+# staticcheck pinned in go.mod); any finding fails the run before a test
+# starts. A run with arguments is a developer's targeted run and skips it.
 #
 # Set MEMFS_TEST_POSTGRES_URL to use an existing PostgreSQL instead of the
 # throwaway cluster this script starts.
@@ -43,7 +47,16 @@ if $is_root && command -v apt-get >/dev/null 2>&1; then
     fi
 fi
 
-# --- 2. Throwaway PostgreSQL cluster -----------------------------------------
+# --- 2. Lint (full runs only) -------------------------------------------------
+# Before PostgreSQL starts, so that a finding fails the run at once.
+if [ $# -eq 0 ]; then
+    if ! bash test/lint.sh; then
+        log "lint failed; no tests run"
+        exit 1
+    fi
+fi
+
+# --- 3. Throwaway PostgreSQL cluster -----------------------------------------
 # Durability is off (fsync, synchronous_commit, full_page_writes): a test
 # run's database is thrown away, and the tests must not depend on disk speed.
 . test/pg.sh
@@ -67,7 +80,7 @@ else
     log "using MEMFS_TEST_POSTGRES_URL from environment"
 fi
 
-# --- 3. Tests ------------------------------------------------------------------
+# --- 4. Tests ------------------------------------------------------------------
 if [ $# -gt 0 ]; then
     pkgs=("$@")
 else

@@ -628,6 +628,9 @@ func TestStoreValidation(t *testing.T) {
 			}
 			wantError(t, "update with "+c.what, s.request(t, "POST", "/v1/memory_stores/"+id, c.body), 400, "invalid_request_error")
 		}
+		if after := s.storesState(t); !reflect.DeepEqual(after, before) {
+			t.Errorf("rejected store writes changed the stores:\nbefore %+v\nafter  %+v", before, after)
+		}
 		// A patch that would leave 17 pairs is refused too.
 		var st store.Store
 		s.request(t, "POST", "/v1/memory_stores/"+id, map[string]any{"metadata": meta(16, 2, 1)}).decode(t, &st)
