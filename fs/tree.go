@@ -152,6 +152,7 @@ type Tree struct {
 	mu      sync.Mutex
 	root    *node
 	byIno   map[uint64]*node // GUARDED_BY(mu)
+	byID    map[string]*node // GUARDED_BY(mu): linked files by file id (tree_index.go)
 	nextIno uint64           // GUARDED_BY(mu)
 	files   int              // GUARDED_BY(mu): regular files, marker excluded
 	bytes   int64            // GUARDED_BY(mu)
@@ -189,7 +190,7 @@ func NewTree(opts Options) (*Tree, error) {
 		return nil, err
 	}
 	now := opts.Now()
-	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}, lazy: map[string]*node{}}
+	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, byID: map[string]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}, lazy: map[string]*node{}}
 	t.root = t.newNode(nil, "", true, opts.Owner.dirMode(), now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
 	m.marker = true
@@ -264,6 +265,7 @@ func (t *Tree) loadOne(f File) error {
 	}
 	n := t.newNode(dir, name, false, t.opts.Owner.fileMode(), mtime)
 	n.fileID, n.content, n.shared = f.FileID, f.Content, true
+	t.indexFile(n)
 	if f.Lazy {
 		n.lazy, n.lazySize, n.content = true, f.Size, nil
 		t.lazy[f.FileID] = n

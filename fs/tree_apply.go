@@ -39,26 +39,11 @@ func (t *Tree) Apply(changes []Change) error {
 	return nil
 }
 
-// byFileID finds the live file with a file id (linear: used at mount and
-// for remote changes, not on the FUSE hot path).
-func (t *Tree) byFileID(id string) *node {
-	for _, n := range t.byIno {
-		if !n.dir && n.fileID == id && n.parent != nil {
-			return n
-		}
-	}
-	return nil
-}
-
 func (t *Tree) applyOne(c Change) error {
 	cur := t.byFileID(c.FileID)
 	if cur == nil && c.Origin != "" && c.Origin != c.FileID {
 		if cur = t.byFileID(c.Origin); cur != nil {
-			if cur.lazy {
-				delete(t.lazy, cur.fileID)
-				t.lazy[c.FileID] = cur
-			}
-			cur.fileID = c.FileID
+			t.setFileID(cur, c.FileID)
 		}
 	}
 	if c.Deleted {
@@ -135,6 +120,7 @@ func (t *Tree) applyOne(c Change) error {
 	if cur == nil {
 		cur = t.newNode(dir, name, false, t.opts.Owner.fileMode(), now)
 		cur.fileID = c.FileID
+		t.indexFile(cur)
 		t.files++
 		t.invalidate(c.Path, false)
 	} else if cur.parent != dir || cur.name != name {
@@ -189,7 +175,7 @@ func (t *Tree) detach(n *node) {
 	if !n.dir {
 		t.files--
 		t.bytes -= n.size()
-		t.forgetLazy(n)
+		t.unindexFile(n)
 	}
 	n.parent.unlink(n.name)
 	n.parent = nil

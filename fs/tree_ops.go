@@ -108,6 +108,7 @@ func (t *Tree) Create(parent uint64, name string, mode uint32, caller Owner) (At
 	n := t.newNode(d, name, false, 0, t.opts.Now())
 	n.uid, n.gid, n.mode = newEntryOwner(d, caller, mode, false)
 	n.fileID, n.dirty = newFileID(), true
+	t.indexFile(n)
 	t.files++
 	return n.attr(), nil
 }
@@ -142,7 +143,7 @@ func (t *Tree) removeNode(n *node) {
 	if !n.dir {
 		t.files--
 		t.bytes -= n.size()
-		t.forgetLazy(n)
+		t.unindexFile(n)
 		delete(t.unjournaled, n.ino)
 	}
 	now := t.opts.Now()
