@@ -125,6 +125,7 @@ type node struct {
 	content  []byte           // files
 	shared   bool             // content is shared (Load, Fill, Apply): copied before any change, never written in place
 	dirty    bool             // content changed since it was last journaled
+	edits    uint64           // counts local changes of content (write, setSize): tells a journal write whether its snapshot is still current
 	lazy     bool             // content not fetched yet (tree_lazy.go)
 	lazySize int64            // the store's size of a lazy file
 	mode     uint32
@@ -140,15 +141,45 @@ type node struct {
 // their content, in memory. The FUSE nodes serve it; the sync engine
 // loads it and (later) applies remote changes to it.
 //
-// Locking: one mutex, mu, guards every node. Methods hold it for their
-// whole (in-memory) work, including the journal's write(2) — so records
-// reach the journal in the order their changes happened. Nothing inside
-// mu calls into the kernel: invalidations are queued and sent by the
-// notifier goroutine (notify.go).
+// Locking: two mutexes, taken in this order: jmu, then mu.
+//
+// mu guards every node and every field marked GUARDED_BY(mu). Methods
+// hold it for their in-memory work only: never across the journal's
+// write(2), never into the kernel (invalidations are queued and sent by
+// the notifier goroutine, notify.go), never while fetching content.
+//
+// jmu is the journal's turn. Every operation that writes to the journal
+// (close, unlink, rename, truncate by path, CommitFile,
+// RetryUnjournaled) or changes which file is where (create, mkdir,
+// rmdir, Load, Apply, Freeze) holds it from its decision to its last
+// in-memory update; it gives up mu only for the journal write itself
+// (appendUnlocked). So:
+//
+//   - records reach the journal in the order the tree decided them, and
+//     two records for the same file are never reordered: both writers
+//     hold jmu, one after the other;
+//   - a close, unlink or rename still returns only once its record is
+//     journaled, and an unlink or rename changes the tree only after it
+//     is (a journal failure leaves the tree as it was), as before;
+//   - what a writer decided on (which node is at which name, which node a
+//     rename replaces) can't change while it writes: only jmu holders
+//     change it;
+//   - what can change meanwhile is a file's content, through a write or
+//     truncate on an open handle (mu only): the writer marks the content
+//     it journals shared, so the change copies it rather than writing
+//     into the bytes being journaled, and compares node.edits after the
+//     write: a file changed meanwhile stays dirty, for its next close.
+//
+// Lookups, getattr, readdir, reads and writes take only mu, and so never
+// wait behind a journal write; an operation that holds jmu sees the tree
+// and the journal in step. One that takes only mu (At) may see the tree
+// as it was before a record being written: as it would have, had it run
+// just before that operation.
 type Tree struct {
 	opts Options
 	log  logrus.FieldLogger
 
+	jmu     sync.Mutex // the journal's turn; taken before mu
 	mu      sync.Mutex
 	root    *node
 	byIno   map[uint64]*node // GUARDED_BY(mu)
@@ -172,6 +203,38 @@ type Tree struct {
 	// notify is set once mounted: changes applied by the sync engine queue
 	// kernel invalidations there (see notify.go). GUARDED_BY(mu).
 	notify *notifier
+}
+
+// lockJournal takes the journal's turn, then the tree's lock: for an
+// operation that journals, or changes which file is where.
+func (t *Tree) lockJournal() {
+	t.jmu.Lock()
+	t.mu.Lock()
+}
+
+func (t *Tree) unlockJournal() {
+	t.mu.Unlock()
+	t.jmu.Unlock()
+}
+
+// appendUnlocked appends states to the journal with mu given up for the
+// write and taken again after it. The caller holds jmu: what it decided
+// on is as it left it, but for file contents changed meanwhile (see Tree).
+//
+// REQUIRES: t.jmu and t.mu held.
+func (t *Tree) appendUnlocked(states ...FileState) error {
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	return t.opts.Journal.Append(states...)
+}
+
+// appendSharedUnlocked is appendUnlocked through a SharingJournal.
+//
+// REQUIRES: t.jmu and t.mu held.
+func (t *Tree) appendSharedUnlocked(sj SharingJournal, states ...FileState) ([][]byte, error) {
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	return sj.AppendShared(states...)
 }
 
 // invalidate queues an invalidation when the tree is mounted.
@@ -218,8 +281,8 @@ func (t *Tree) newNode(parent *node, name string, dir bool, mode uint32, now tim
 // kernel sees anything). A memory at the marker's path, or one whose path
 // collides with another as file and directory, is skipped with a warning.
 func (t *Tree) Load(files []File) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for _, f := range files {
 		if err := t.loadOne(f); err != nil {
@@ -365,8 +428,8 @@ func (t *Tree) writable() error {
 // creates, renames, deletes, mkdir) fails with EROFS. Writes through
 // handles already open still land and are journaled at close.
 func (t *Tree) Freeze() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	t.frozen = true
 }
 

@@ -25,8 +25,8 @@ type Change struct {
 // tree can't hold (its path crosses a file, or is not a valid path) is
 // returned in the error and skipped; the rest still apply.
 func (t *Tree) Apply(changes []Change) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	var bad []string
 	for _, c := range changes {
 		if err := t.applyOne(c); err != nil {
