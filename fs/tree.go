@@ -15,47 +15,6 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Journal records local changes durably. The tree calls it, under its
-// lock, when a changed file is closed (the file's whole new content),
-// renamed (every moved file at its new path, and the file it replaces as
-// deleted), truncated by path, or removed. Append records its states with
-// one write: when it returns nil all of them survive the process dying,
-// when it fails none was recorded. Sync returns once what was appended is
-// on stable storage. The sync engine's journal (syncqueue/journal)
-// implements it.
-type Journal interface {
-	Append(states ...FileState) error
-	Sync() error
-}
-
-// SharingJournal is a Journal that lets the tree share the content it
-// recorded (one copy of each file's bytes, issue 12): AppendShared is
-// Append that also returns, per state, the journal's own read-only copy
-// of its content (nil for a delete, or where it keeps none). The tree then
-// drops its copy for the journal's, and copies again on the next change.
-type SharingJournal interface {
-	AppendShared(states ...FileState) ([][]byte, error)
-}
-
-// FileState is one file's new local state, as the tree journals it.
-type FileState struct {
-	FileID  string
-	Path    string
-	Content []byte // the whole content; nil when Deleted
-	Deleted bool
-}
-
-// File is one memory as the tree loads it. A file loaded Lazy has only
-// its Size: its content comes later from the Fetcher (tree_lazy.go).
-type File struct {
-	FileID  string // the memory id
-	Path    string
-	Content []byte // shared, not copied: the caller must not change it
-	Mtime   time.Time
-	Lazy    bool
-	Size    int64 // with Lazy: the content's length in the store
-}
-
 // Attr describes a node for the kernel.
 type Attr struct {
 	Ino   uint64

@@ -5,22 +5,6 @@ import (
 	"strings"
 )
 
-// Change is a file's new state, applied to the tree by the sync engine
-// (never through the VFS): a journal replayed at mount, or (later) a
-// remote change. Deleted removes the file; otherwise the file with FileID
-// is placed at Path with Content, replacing whatever file was there.
-// Content is kept, not copied, and must not change afterwards.
-type Change struct {
-	FileID string
-	// Origin, when set, is the file id of a file already in the tree (a
-	// memory loaded from the store) that this change continues: that file
-	// takes FileID.
-	Origin  string
-	Path    string
-	Content []byte
-	Deleted bool
-}
-
 // Apply applies changes in order without journaling them. A change the
 // tree can't hold (its path crosses a file, or is not a valid path) is
 // returned in the error and skipped; the rest still apply.
