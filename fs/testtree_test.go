@@ -169,11 +169,14 @@ func newTestTree(t *testing.T, opts Options) (*Tree, *recJournal) {
 
 // checkTree verifies the tree's bookkeeping against its nodes: every
 // reachable node is indexed by its inode number with the right parent,
-// the file and byte counts match, and only open unlinked files linger.
+// every reachable file by its file id and the file-id index holds nothing
+// else, the file and byte counts match, and only open unlinked files
+// linger.
 func checkTree(t *testing.T, tr *Tree) {
 	t.Helper()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	checkFileIDIndex(t, tr)
 	reach := map[uint64]bool{}
 	var files int
 	var bytes int64
@@ -211,6 +214,39 @@ func checkTree(t *testing.T, tr *Tree) {
 	for ino, n := range tr.byIno {
 		if !reach[ino] && (n.parent != nil || n.opens <= 0) {
 			t.Errorf("tree: ino %d (%q, parent %v, opens %d) is indexed but unreachable", ino, n.name, n.parent != nil, n.opens)
+		}
+	}
+}
+
+// checkFileIDIndex verifies the index by file id (tree_index.go): every
+// file reachable from the root (the marker aside) is found by its file id,
+// and the index holds nothing else. tr.mu is held.
+func checkFileIDIndex(t *testing.T, tr *Tree) {
+	t.Helper()
+	want := map[string]*node{}
+	var walk func(n *node)
+	walk = func(n *node) {
+		for _, c := range n.children {
+			switch {
+			case c.dir:
+				walk(c)
+			case c.marker:
+			case want[c.fileID] != nil:
+				t.Errorf("index: %s and %s have the same file id %q", want[c.fileID].path(), c.path(), c.fileID)
+			default:
+				want[c.fileID] = c
+			}
+		}
+	}
+	walk(tr.root)
+	for id, n := range want {
+		if got := tr.byFileID(id); got != n {
+			t.Errorf("index: file %s (id %q) is not found by its id (found %v)", n.path(), id, got != nil)
+		}
+	}
+	for id, n := range tr.byID {
+		if want[id] != n {
+			t.Errorf("index: holds %q for a node that is not a linked file with that id (%q, parent %v, id %q)", id, n.name, n.parent != nil, n.fileID)
 		}
 	}
 }

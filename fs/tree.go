@@ -15,48 +15,6 @@ import (
 	"github.com/memfs/memfs/store"
 )
 
-// Journal records local changes durably. The tree calls it, under its
-// lock, when a changed file is closed (the file's whole new content),
-// renamed (every moved file at its new path, and the file it replaces as
-// deleted), truncated by path, or removed. Append records its states with
-// one write: when it returns nil all of them survive the process dying,
-// when it fails none was recorded. Sync returns once what was appended is
-// on stable storage. The sync engine's journal (syncqueue/journal)
-// implements it.
-type Journal interface {
-	Append(states ...FileState) error
-	Sync() error
-}
-
-// SharingJournal is a Journal that lets the tree share the content it
-// recorded (one copy of each file's bytes; docs/operating.md, "Mounting
-// a store"): AppendShared is
-// Append that also returns, per state, the journal's own read-only copy
-// of its content (nil for a delete, or where it keeps none). The tree then
-// drops its copy for the journal's, and copies again on the next change.
-type SharingJournal interface {
-	AppendShared(states ...FileState) ([][]byte, error)
-}
-
-// FileState is one file's new local state, as the tree journals it.
-type FileState struct {
-	FileID  string
-	Path    string
-	Content []byte // the whole content; nil when Deleted
-	Deleted bool
-}
-
-// File is one memory as the tree loads it. A file loaded Lazy has only
-// its Size: its content comes later from the Fetcher (tree_lazy.go).
-type File struct {
-	FileID  string // the memory id
-	Path    string
-	Content []byte // shared, not copied: the caller must not change it
-	Mtime   time.Time
-	Lazy    bool
-	Size    int64 // with Lazy: the content's length in the store
-}
-
 // Attr describes a node for the kernel.
 type Attr struct {
 	Ino   uint64
@@ -126,6 +84,7 @@ type node struct {
 	content  []byte           // files
 	shared   bool             // content is shared (Load, Fill, Apply): copied before any change, never written in place
 	dirty    bool             // content changed since it was last journaled
+	edits    uint64           // counts local changes of content (write, setSize): tells a journal write whether its snapshot is still current
 	lazy     bool             // content not fetched yet (tree_lazy.go)
 	lazySize int64            // the store's size of a lazy file
 	mode     uint32
@@ -141,18 +100,49 @@ type node struct {
 // their content, in memory. The FUSE nodes serve it; the sync engine
 // loads it and (later) applies remote changes to it.
 //
-// Locking: one mutex, mu, guards every node. Methods hold it for their
-// whole (in-memory) work, including the journal's write(2) — so records
-// reach the journal in the order their changes happened. Nothing inside
-// mu calls into the kernel: invalidations are queued and sent by the
-// notifier goroutine (notify.go).
+// Locking: two mutexes, taken in this order: jmu, then mu.
+//
+// mu guards every node and every field marked GUARDED_BY(mu). Methods
+// hold it for their in-memory work only: never across the journal's
+// write(2), never into the kernel (invalidations are queued and sent by
+// the notifier goroutine, notify.go), never while fetching content.
+//
+// jmu is the journal's turn. Every operation that writes to the journal
+// (close, unlink, rename, truncate by path, CommitFile,
+// RetryUnjournaled) or changes which file is where (create, mkdir,
+// rmdir, Load, Apply, Freeze) holds it from its decision to its last
+// in-memory update; it gives up mu only for the journal write itself
+// (appendUnlocked). So:
+//
+//   - records reach the journal in the order the tree decided them, and
+//     two records for the same file are never reordered: both writers
+//     hold jmu, one after the other;
+//   - a close, unlink or rename still returns only once its record is
+//     journaled, and an unlink or rename changes the tree only after it
+//     is (a journal failure leaves the tree as it was), as before;
+//   - what a writer decided on (which node is at which name, which node a
+//     rename replaces) can't change while it writes: only jmu holders
+//     change it;
+//   - what can change meanwhile is a file's content, through a write or
+//     truncate on an open handle (mu only): the writer marks the content
+//     it journals shared, so the change copies it rather than writing
+//     into the bytes being journaled, and compares node.edits after the
+//     write: a file changed meanwhile stays dirty, for its next close.
+//
+// Lookups, getattr, readdir, reads and writes take only mu, and so never
+// wait behind a journal write; an operation that holds jmu sees the tree
+// and the journal in step. One that takes only mu (At) may see the tree
+// as it was before a record being written: as it would have, had it run
+// just before that operation.
 type Tree struct {
 	opts Options
 	log  logrus.FieldLogger
 
+	jmu     sync.Mutex // the journal's turn; taken before mu
 	mu      sync.Mutex
 	root    *node
 	byIno   map[uint64]*node // GUARDED_BY(mu)
+	byID    map[string]*node // GUARDED_BY(mu): linked files by file id (tree_index.go)
 	nextIno uint64           // GUARDED_BY(mu)
 	files   int              // GUARDED_BY(mu): regular files, marker excluded
 	bytes   int64            // GUARDED_BY(mu)
@@ -174,6 +164,38 @@ type Tree struct {
 	notify *notifier
 }
 
+// lockJournal takes the journal's turn, then the tree's lock: for an
+// operation that journals, or changes which file is where.
+func (t *Tree) lockJournal() {
+	t.jmu.Lock()
+	t.mu.Lock()
+}
+
+func (t *Tree) unlockJournal() {
+	t.mu.Unlock()
+	t.jmu.Unlock()
+}
+
+// appendUnlocked appends states to the journal with mu given up for the
+// write and taken again after it. The caller holds jmu: what it decided
+// on is as it left it, but for file contents changed meanwhile (see Tree).
+//
+// REQUIRES: t.jmu and t.mu held.
+func (t *Tree) appendUnlocked(states ...FileState) error {
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	return t.opts.Journal.Append(states...)
+}
+
+// appendSharedUnlocked is appendUnlocked through a SharingJournal.
+//
+// REQUIRES: t.jmu and t.mu held.
+func (t *Tree) appendSharedUnlocked(sj SharingJournal, states ...FileState) ([][]byte, error) {
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	return sj.AppendShared(states...)
+}
+
 // invalidate queues an invalidation when the tree is mounted.
 func (t *Tree) invalidate(path string, content bool) {
 	if t.notify != nil {
@@ -190,7 +212,7 @@ func NewTree(opts Options) (*Tree, error) {
 		return nil, err
 	}
 	now := opts.Now()
-	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}, lazy: map[string]*node{}}
+	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, byID: map[string]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}, lazy: map[string]*node{}}
 	t.root = t.newNode(nil, "", true, opts.Owner.dirMode(), now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
 	m.marker = true
@@ -218,8 +240,8 @@ func (t *Tree) newNode(parent *node, name string, dir bool, mode uint32, now tim
 // kernel sees anything). A memory at the marker's path, or one whose path
 // collides with another as file and directory, is skipped with a warning.
 func (t *Tree) Load(files []File) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for _, f := range files {
 		if err := t.loadOne(f); err != nil {
@@ -265,6 +287,7 @@ func (t *Tree) loadOne(f File) error {
 	}
 	n := t.newNode(dir, name, false, t.opts.Owner.fileMode(), mtime)
 	n.fileID, n.content, n.shared = f.FileID, f.Content, true
+	t.indexFile(n)
 	if f.Lazy {
 		n.lazy, n.lazySize, n.content = true, f.Size, nil
 		t.lazy[f.FileID] = n
@@ -364,8 +387,8 @@ func (t *Tree) writable() error {
 // creates, renames, deletes, mkdir) fails with EROFS. Writes through
 // handles already open still land and are journaled at close.
 func (t *Tree) Freeze() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	t.frozen = true
 }
 

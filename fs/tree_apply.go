@@ -3,30 +3,15 @@ package fs
 import (
 	"fmt"
 	"strings"
+	"time"
 )
-
-// Change is a file's new state, applied to the tree by the sync engine
-// (never through the VFS): a journal replayed at mount, or (later) a
-// remote change. Deleted removes the file; otherwise the file with FileID
-// is placed at Path with Content, replacing whatever file was there.
-// Content is kept, not copied, and must not change afterwards.
-type Change struct {
-	FileID string
-	// Origin, when set, is the file id of a file already in the tree (a
-	// memory loaded from the store) that this change continues: that file
-	// takes FileID.
-	Origin  string
-	Path    string
-	Content []byte
-	Deleted bool
-}
 
 // Apply applies changes in order without journaling them. A change the
 // tree can't hold (its path crosses a file, or is not a valid path) is
 // returned in the error and skipped; the rest still apply.
 func (t *Tree) Apply(changes []Change) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	var bad []string
 	for _, c := range changes {
 		if err := t.applyOne(c); err != nil {
@@ -39,54 +24,88 @@ func (t *Tree) Apply(changes []Change) error {
 	return nil
 }
 
-// byFileID finds the live file with a file id (linear: used at mount and
-// for remote changes, not on the FUSE hot path).
-func (t *Tree) byFileID(id string) *node {
-	for _, n := range t.byIno {
-		if !n.dir && n.fileID == id && n.parent != nil {
-			return n
-		}
+// applyOne applies one change: finds the file it is about, then deletes
+// it, or makes the directories of its path, makes room at its name,
+// places it there and gives it its content.
+func (t *Tree) applyOne(c Change) error {
+	cur := t.changedFile(c)
+	if c.Deleted {
+		t.applyDelete(cur)
+		return nil
 	}
+	segs, err := changeSegments(c.Path)
+	if err != nil {
+		return err
+	}
+	now := t.opts.Now()
+	dir, err := t.applyParents(segs[:len(segs)-1], cur, now)
+	if err != nil {
+		return err
+	}
+	name := segs[len(segs)-1]
+	if err := t.makeRoom(dir, name, c.Path, cur); err != nil {
+		return err
+	}
+	cur = t.placeFile(dir, name, c, cur, now)
+	if cur.lazy || string(cur.content) != string(c.Content) {
+		t.invalidate(c.Path, true)
+	}
+	t.bytes += int64(len(c.Content)) - cur.size()
+	t.unlazy(cur)
+	cur.content, cur.shared = c.Content, true // one copy: the change's bytes, copied only when written (tree_lazy.go)
+	cur.mtime, cur.ctime = now, now
 	return nil
 }
 
-func (t *Tree) applyOne(c Change) error {
+// changedFile is the file c is about (nil: none in the tree): the file
+// with its id, or else the file it continues (Origin), which takes its id.
+func (t *Tree) changedFile(c Change) *node {
 	cur := t.byFileID(c.FileID)
 	if cur == nil && c.Origin != "" && c.Origin != c.FileID {
 		if cur = t.byFileID(c.Origin); cur != nil {
-			if cur.lazy {
-				delete(t.lazy, cur.fileID)
-				t.lazy[c.FileID] = cur
-			}
-			cur.fileID = c.FileID
+			t.setFileID(cur, c.FileID)
 		}
 	}
-	if c.Deleted {
-		if cur != nil {
-			parent := cur.parent
-			t.invalidate(cur.path(), false)
-			t.detach(cur)
-			t.pruneEmpty(parent)
-		}
-		return nil
+	return cur
+}
+
+// applyDelete removes cur (if any) and the directories it leaves empty.
+func (t *Tree) applyDelete(cur *node) {
+	if cur == nil {
+		return
 	}
-	if c.Path == "/"+MarkerName {
-		return ErrNotPermit
+	parent := cur.parent
+	t.invalidate(cur.path(), false)
+	t.detach(cur)
+	t.pruneEmpty(parent)
+}
+
+// changeSegments checks every name of a change's path before the tree
+// changes, so a change that fails leaves the tree as it was, and returns
+// the names.
+func changeSegments(path string) ([]string, error) {
+	if path == "/"+MarkerName {
+		return nil, ErrNotPermit
 	}
-	segs := strings.Split(strings.TrimPrefix(c.Path, "/"), "/")
-	// Every name is checked before the tree changes, so a change that
-	// fails leaves the tree as it was.
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	parent := "/"
 	for i, s := range segs {
 		p, err := checkName(parent, s, i < len(segs)-1)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		parent = p
 	}
-	now := t.opts.Now()
+	return segs, nil
+}
+
+// applyParents walks the directories dirs from the root, making those
+// missing, and returns the last. cur, the file the change moves (or nil),
+// may stand on the way (see below); any other file there fails the change
+// with ErrNotDir, before anything changed.
+func (t *Tree) applyParents(dirs []string, cur *node, now time.Time) (*node, error) {
 	dir := t.root
-	for _, s := range segs[:len(segs)-1] {
+	for _, s := range dirs {
 		ch, ok := dir.children[s]
 		switch {
 		case !ok:
@@ -103,42 +122,61 @@ func (t *Tree) applyOne(c Change) error {
 			cur.parent = nil
 			ch = t.newNode(dir, s, true, t.opts.Owner.dirMode(), now)
 		default:
-			return ErrNotDir
+			return nil, ErrNotDir
 		}
 		dir = ch
 	}
-	name := segs[len(segs)-1]
-	if old, ok := dir.children[name]; ok && old != cur {
-		switch {
-		case !old.dir:
-			t.invalidate(c.Path, false)
-			t.detach(old)
-		case cur != nil && holdsOnly(old, cur):
-			// The file moves onto the path of a directory that holds
-			// nothing but it (/a/b/c -> /a/b): the directories go, as
-			// they would once it left them.
-			t.invalidate(cur.path(), false)
-			d := cur.parent
-			d.unlink(cur.name)
-			for d != dir {
-				up := d.parent
-				t.invalidate(d.path(), false)
-				t.detach(d)
-				d = up
-			}
-			cur.parent, cur.name = dir, name
-			dir.link(name, cur)
-		default:
-			return ErrIsDir
-		}
+	return dir, nil
+}
+
+// makeRoom frees name in dir for cur (nil: a new file) at path: another
+// file there is replaced; a directory there holding only cur goes as cur
+// takes its place (cur is then at name already); any other directory
+// fails the change with ErrIsDir.
+func (t *Tree) makeRoom(dir *node, name, path string, cur *node) error {
+	old, ok := dir.children[name]
+	if !ok || old == cur {
+		return nil
 	}
+	switch {
+	case !old.dir:
+		t.invalidate(path, false)
+		t.detach(old)
+	case cur != nil && holdsOnly(old, cur):
+		// The file moves onto the path of a directory that holds
+		// nothing but it (/a/b/c -> /a/b): the directories go, as
+		// they would once it left them.
+		t.invalidate(cur.path(), false)
+		d := cur.parent
+		d.unlink(cur.name)
+		for d != dir {
+			up := d.parent
+			t.invalidate(d.path(), false)
+			t.detach(d)
+			d = up
+		}
+		cur.parent, cur.name = dir, name
+		dir.link(name, cur)
+	default:
+		return ErrIsDir
+	}
+	return nil
+}
+
+// placeFile puts cur at name in dir, where makeRoom made room, and
+// returns it: a new file with c's id when cur is nil, else cur moved
+// there (from its old directory, which goes if left empty).
+func (t *Tree) placeFile(dir *node, name string, c Change, cur *node, now time.Time) *node {
 	if cur == nil {
 		cur = t.newNode(dir, name, false, t.opts.Owner.fileMode(), now)
 		cur.fileID = c.FileID
+		t.indexFile(cur)
 		t.files++
 		t.invalidate(c.Path, false)
-	} else if cur.parent != dir || cur.name != name {
-		from := cur.parent // nil when it already left (above)
+		return cur
+	}
+	if cur.parent != dir || cur.name != name {
+		from := cur.parent // nil when it already left (applyParents)
 		if from != nil {
 			t.invalidate(cur.path(), false)
 			from.unlink(cur.name)
@@ -148,14 +186,7 @@ func (t *Tree) applyOne(c Change) error {
 		t.invalidate(c.Path, false)
 		t.pruneEmpty(from)
 	}
-	if cur.lazy || string(cur.content) != string(c.Content) {
-		t.invalidate(c.Path, true)
-	}
-	t.bytes += int64(len(c.Content)) - cur.size()
-	t.unlazy(cur)
-	cur.content, cur.shared = c.Content, true // one copy: the change's bytes, copied only when written (tree_lazy.go)
-	cur.mtime, cur.ctime = now, now
-	return nil
+	return cur
 }
 
 // holdsOnly reports whether the directory d holds nothing but n, through
@@ -189,7 +220,7 @@ func (t *Tree) detach(n *node) {
 	if !n.dir {
 		t.files--
 		t.bytes -= n.size()
-		t.forgetLazy(n)
+		t.unindexFile(n)
 	}
 	n.parent.unlink(n.name)
 	n.parent = nil

@@ -139,6 +139,7 @@ func (t *Tree) write(ino uint64, data []byte, off int64) (int, error) {
 	}
 	copy(n.content[off:], data)
 	n.dirty = true
+	n.edits++
 	n.mtime = t.opts.Now()
 	n.ctime = n.mtime
 	return len(data), nil
@@ -190,6 +191,7 @@ func (t *Tree) setSize(n *node, size int64) {
 		t.bytes += size - old
 	}
 	n.dirty = true
+	n.edits++
 	n.mtime = t.opts.Now()
 	n.ctime = n.mtime
 }
@@ -207,28 +209,31 @@ type SetAttrIn struct {
 	Journal bool
 }
 
-// truncate sets n's size; with journal, the new content is journaled at
-// once, and on failure n is left exactly as it was.
+// truncate sets n's size; with journal, the new content is journaled
+// first, and n changes only once it is: on failure n is left exactly as
+// it was.
 //
-// REQUIRES: t.mu held.
+// REQUIRES: t.mu held; t.jmu too with journal.
 func (t *Tree) truncate(n *node, size int64, journal bool) error {
 	if !journal || n.parent == nil || size == n.size() {
 		t.setSize(n, size)
 		return nil
 	}
-	old, oldSize, lazy, shared, dirty, mtime, ctime := n.content, n.size(), n.lazy, n.shared, n.dirty, n.mtime, n.ctime
-	n.content, n.shared = append([]byte(nil), n.content...), false
-	t.setSize(n, size)
-	if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Content: n.content}); err != nil {
-		t.bytes += oldSize - n.size()
-		n.content, n.shared, n.dirty, n.mtime, n.ctime = old, shared, dirty, mtime, ctime
-		if lazy {
-			n.lazy, n.lazySize = true, oldSize
-			t.lazy[n.fileID] = n
-		}
+	// The content n will have, made aside (a lazy file is only ever
+	// truncated to 0 here: its bytes are not needed).
+	c := make([]byte, size)
+	if !n.lazy {
+		copy(c, n.content)
+	}
+	edits := n.edits
+	if err := t.appendUnlocked(FileState{FileID: n.fileID, Path: n.path(), Content: c}); err != nil {
 		return err
 	}
-	n.dirty = false // the whole content, an open writer's bytes too, is journaled
+	unchanged := n.edits == edits
+	t.setSize(n, size)
+	if unchanged {
+		n.dirty = false // the whole content, an open writer's bytes too, is journaled
+	}
 	delete(t.unjournaled, n.ino)
 	return nil
 }
@@ -245,8 +250,13 @@ func (t *Tree) SetAttr(ino uint64, in SetAttrIn) (a Attr, err error) {
 }
 
 func (t *Tree) setAttr(ino uint64, in SetAttrIn) (Attr, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if in.Journal {
+		t.lockJournal()
+		defer t.unlockJournal()
+	} else {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
 	n, err := t.get(ino)
 	if err != nil {
 		return Attr{}, err
@@ -305,8 +315,8 @@ func (t *Tree) setAttr(ino uint64, in SetAttrIn) (Attr, error) {
 // uploaded (not UTF-8) is journaled like any other and Commit returns
 // ErrNotUTF8: nothing is lost, the upload waits until it is valid.
 func (t *Tree) Commit(ino uint64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	n, err := t.get(ino)
 	if err != nil {
 		return nil // unlinked meanwhile: nothing to keep
@@ -328,8 +338,8 @@ func (t *Tree) Commit(ino uint64) error {
 // journaled it returns the error, and the engine must leave the file as
 // it is.
 func (t *Tree) CommitFile(fileID string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	if t.opts.ReadOnly {
 		return nil
 	}
@@ -341,29 +351,42 @@ func (t *Tree) CommitFile(fileID string) error {
 }
 
 // commit journals n if it changed. A failure keeps n dirty and remembers
-// it for RetryUnjournaled.
+// it for RetryUnjournaled. The journal writes with t.mu given up (see
+// Tree): n's content is marked shared meanwhile, so a write through an
+// open handle copies it instead of changing the bytes being journaled,
+// and a file written again meanwhile stays dirty, for its next close.
 //
-// REQUIRES: t.mu held.
+// REQUIRES: t.jmu and t.mu held.
 func (t *Tree) commit(n *node) error {
 	if n.dir || n.marker || n.parent == nil || !n.dirty {
 		return nil
 	}
 	st := FileState{FileID: n.fileID, Path: n.path(), Content: n.content}
+	edits, shared := n.edits, n.shared
+	n.shared = true
+	var kept [][]byte
+	var err error
 	if sj, ok := t.opts.Journal.(SharingJournal); ok {
-		kept, err := sj.AppendShared(st)
-		if err != nil {
-			t.unjournaled[n.ino] = err
-			return err
-		}
-		if len(kept) == 1 && kept[0] != nil && len(kept[0]) == len(n.content) {
-			n.content, n.shared = kept[0], true // the journal's copy; ours is garbage now
-		}
-	} else if err := t.opts.Journal.Append(st); err != nil {
+		kept, err = t.appendSharedUnlocked(sj, st)
+	} else {
+		err = t.appendUnlocked(st)
+	}
+	unchanged := n.edits == edits
+	if unchanged {
+		n.shared = shared
+	}
+	if err != nil {
 		t.unjournaled[n.ino] = err
 		return err
 	}
+	delete(t.unjournaled, n.ino) // what the failed close had is journaled now
+	if !unchanged {
+		return nil
+	}
 	n.dirty = false
-	delete(t.unjournaled, n.ino)
+	if len(kept) == 1 && kept[0] != nil && len(kept[0]) == len(n.content) {
+		n.content, n.shared = kept[0], true // the journal's copy; ours is garbage now
+	}
 	return nil
 }
 
@@ -386,8 +409,8 @@ func (t *Tree) Unjournaled() map[string]error {
 // sync engine calls it every second while any is left, and before every
 // pass.
 func (t *Tree) RetryUnjournaled() (left int, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	for ino := range t.unjournaled {
 		n, ok := t.byIno[ino]
 		if !ok || n.parent == nil || !n.dirty {

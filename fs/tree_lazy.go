@@ -32,14 +32,6 @@ import (
 // truncate) and changes the copy. The journal copies what it is given, so
 // a change the tree journals is never changed under it either.
 
-// Fetcher brings the content of lazy files into the tree.
-type Fetcher interface {
-	// Fetch returns once the file with fileID holds its content (through
-	// Fill or Apply), or is gone, or with the error that kept it from
-	// being fetched. It is called without the tree's lock.
-	Fetch(fileID string) error
-}
-
 // ErrUnfetched: the content of a file is not fetched yet and the store
 // did not answer for it (EIO). Nothing changed.
 var ErrUnfetched = errors.New("the file's content is not fetched yet and the memory store did not answer")

@@ -96,8 +96,8 @@ func (t *Tree) noteTooDeep(err error) {
 // belongs to caller (the group of a setgid parent), with mode (the kernel
 // has taken the caller's umask out of it already).
 func (t *Tree) Create(parent uint64, name string, mode uint32, caller Owner) (Attr, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	d, err := t.freeEntry(parent, name, false)
 	if err != nil {
 		return Attr{}, err
@@ -108,6 +108,7 @@ func (t *Tree) Create(parent uint64, name string, mode uint32, caller Owner) (At
 	n := t.newNode(d, name, false, 0, t.opts.Now())
 	n.uid, n.gid, n.mode = newEntryOwner(d, caller, mode, false)
 	n.fileID, n.dirty = newFileID(), true
+	t.indexFile(n)
 	t.files++
 	return n.attr(), nil
 }
@@ -115,8 +116,8 @@ func (t *Tree) Create(parent uint64, name string, mode uint32, caller Owner) (At
 // Mkdir makes a directory, owned like Create's files (a setgid parent's
 // setgid bit carries over). It exists only locally until a file is in it.
 func (t *Tree) Mkdir(parent uint64, name string, mode uint32, caller Owner) (Attr, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	d, err := t.freeEntry(parent, name, true)
 	if err != nil {
 		return Attr{}, err
@@ -127,9 +128,11 @@ func (t *Tree) Mkdir(parent uint64, name string, mode uint32, caller Owner) (Att
 }
 
 // unlinkNode journals a file's removal, then detaches n from its parent.
+//
+// REQUIRES: t.jmu and t.mu held.
 func (t *Tree) unlinkNode(n *node) error {
 	if !n.dir {
-		if err := t.opts.Journal.Append(FileState{FileID: n.fileID, Path: n.path(), Deleted: true}); err != nil {
+		if err := t.appendUnlocked(FileState{FileID: n.fileID, Path: n.path(), Deleted: true}); err != nil {
 			return err
 		}
 	}
@@ -142,7 +145,7 @@ func (t *Tree) removeNode(n *node) {
 	if !n.dir {
 		t.files--
 		t.bytes -= n.size()
-		t.forgetLazy(n)
+		t.unindexFile(n)
 		delete(t.unjournaled, n.ino)
 	}
 	now := t.opts.Now()
@@ -157,8 +160,8 @@ func (t *Tree) removeNode(n *node) {
 
 // Unlink removes a file.
 func (t *Tree) Unlink(parent uint64, name string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -180,8 +183,8 @@ func (t *Tree) Unlink(parent uint64, name string) error {
 
 // Rmdir removes an empty directory.
 func (t *Tree) Rmdir(parent uint64, name string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -220,8 +223,8 @@ func (t *Tree) Rename(oldParent uint64, oldName string, newParent uint64, newNam
 }
 
 func (t *Tree) rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lockJournal()
+	defer t.unlockJournal()
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -284,9 +287,12 @@ func (t *Tree) rename(oldParent uint64, oldName string, newParent uint64, newNam
 	if exists && !dst.dir {
 		states = append(states, FileState{FileID: dst.fileID, Path: newPath, Deleted: true})
 	}
-	states = movedStates(src, newPath, states)
+	var moved []movedFile
+	states, moved = movedStates(src, newPath, states, nil)
 	if len(states) > 0 {
-		if err := t.opts.Journal.Append(states...); err != nil {
+		err := t.appendUnlocked(states...)
+		t.journaledMoved(moved, err == nil)
+		if err != nil {
 			return err
 		}
 	}
@@ -299,34 +305,53 @@ func (t *Tree) rename(oldParent uint64, oldName string, newParent uint64, newNam
 	src.parent, src.name = nd, newName
 	nd.link(newName, src)
 	nd.mtime, nd.ctime, src.ctime = now, now, now
-	t.markJournaled(src)
 	return nil
 }
 
-// movedStates appends the state of every file at or below n as it will be
-// once n's path is p.
-func movedStates(n *node, p string, acc []FileState) []FileState {
-	if !n.dir {
-		return append(acc, FileState{FileID: n.fileID, Path: p, Content: n.content})
-	}
-	for name, c := range n.children {
-		acc = movedStates(c, p+"/"+name, acc)
-	}
-	return acc
+// movedFile is a file a rename journals, as it was when its state was
+// taken: its edits and whether its content was shared then.
+type movedFile struct {
+	n      *node
+	edits  uint64
+	shared bool
 }
 
-// markJournaled records that every file at or below n has its current
-// content in the journal (after a rename journaled them).
+// movedStates appends the state of every file at or below n as it will be
+// once n's path is p, and the file to moved. Each file's content is marked
+// shared from here until journaledMoved: the journal reads it without
+// t.mu, and a write meanwhile must copy it, not write into it.
 //
 // REQUIRES: t.mu held.
-func (t *Tree) markJournaled(n *node) {
+func movedStates(n *node, p string, acc []FileState, moved []movedFile) ([]FileState, []movedFile) {
 	if !n.dir {
-		n.dirty = false
-		delete(t.unjournaled, n.ino)
-		return
+		moved = append(moved, movedFile{n: n, edits: n.edits, shared: n.shared})
+		n.shared = true
+		return append(acc, FileState{FileID: n.fileID, Path: p, Content: n.content}), moved
 	}
-	for _, c := range n.children {
-		t.markJournaled(c)
+	for name, c := range n.children {
+		acc, moved = movedStates(c, p+"/"+name, acc, moved)
+	}
+	return acc, moved
+}
+
+// journaledMoved settles the moved files once their states were written
+// (ok) or refused. A file whose content did not change meanwhile gets its
+// sharing back and, when ok, is no longer dirty: the journal holds its
+// content. When ok, no file's earlier failed close is pending any more
+// (RetryUnjournaled): the rename journaled content at least as new.
+//
+// REQUIRES: t.jmu and t.mu held.
+func (t *Tree) journaledMoved(moved []movedFile, ok bool) {
+	for _, m := range moved {
+		if m.n.edits == m.edits {
+			m.n.shared = m.shared
+			if ok {
+				m.n.dirty = false
+			}
+		}
+		if ok {
+			delete(t.unjournaled, m.n.ino)
+		}
 	}
 }
 

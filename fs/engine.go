@@ -1,0 +1,79 @@
+package fs
+
+import "time"
+
+// The interface between the tree and the sync engine (syncqueue), which
+// implements Journal and Fetcher and gives the tree Files and Changes. fs
+// imports nothing of the engine: it defines here what it needs.
+//
+// Local changes flow out through Journal: every close of a changed file,
+// rename, truncate by path and removal is one Append, made before the
+// operation returns. Remote state flows in through Load (the store's
+// listing, at mount), Fill (a lazy file's content) and Apply (a replayed
+// journal, a remote change).
+
+// Journal records local changes durably. The tree calls it when a
+// changed file is closed (the file's whole new content), renamed (every
+// moved file at its new path, and the file it replaces as deleted),
+// truncated by path, or removed: one call at a time, in the order the
+// tree decided them, without the tree's lock (see Tree). Append records its states with
+// one write: when it returns nil all of them survive the process dying,
+// when it fails none was recorded. Sync returns once what was appended is
+// on stable storage. The sync engine's journal (syncqueue/journal)
+// implements it.
+type Journal interface {
+	Append(states ...FileState) error
+	Sync() error
+}
+
+// SharingJournal is a Journal that lets the tree share the content it
+// recorded (one copy of each file's bytes, tree_lazy.go): AppendShared is
+// Append that also returns, per state, the journal's own read-only copy
+// of its content (nil for a delete, or where it keeps none). The tree then
+// drops its copy for the journal's, and copies again on the next change.
+type SharingJournal interface {
+	AppendShared(states ...FileState) ([][]byte, error)
+}
+
+// FileState is one file's new local state, as the tree journals it.
+type FileState struct {
+	FileID  string
+	Path    string
+	Content []byte // the whole content; nil when Deleted
+	Deleted bool
+}
+
+// File is one memory as the tree loads it. A file loaded Lazy has only
+// its Size: its content comes later from the Fetcher (tree_lazy.go).
+type File struct {
+	FileID  string // the memory id
+	Path    string
+	Content []byte // shared, not copied: the caller must not change it
+	Mtime   time.Time
+	Lazy    bool
+	Size    int64 // with Lazy: the content's length in the store
+}
+
+// Change is a file's new state, applied to the tree by the sync engine
+// (never through the VFS): a journal replayed at mount, or a remote
+// change. Deleted removes the file; otherwise the file with FileID
+// is placed at Path with Content, replacing whatever file was there.
+// Content is kept, not copied, and must not change afterwards.
+type Change struct {
+	FileID string
+	// Origin, when set, is the file id of a file already in the tree (a
+	// memory loaded from the store) that this change continues: that file
+	// takes FileID.
+	Origin  string
+	Path    string
+	Content []byte
+	Deleted bool
+}
+
+// Fetcher brings the content of lazy files into the tree.
+type Fetcher interface {
+	// Fetch returns once the file with fileID holds its content (through
+	// Fill or Apply), or is gone, or with the error that kept it from
+	// being fetched. It is called without the tree's lock.
+	Fetch(fileID string) error
+}
