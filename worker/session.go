@@ -70,29 +70,16 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	ending := EndShutdown
 	defer func() { s.cfg.Metrics.Ended(ending, err) }()
 	log := s.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
-	token := sessionsToken(item.Secret)
-	api := s.env
-	if token != "" {
-		c, err := client.New(s.cfg.clientOptions(token, log))
-		if err != nil {
-			return err
-		}
-		api = c
-	}
-	if api == nil {
-		return ErrNoToken
+	api, token, err := s.itemClient(item, log)
+	if err != nil {
+		return err
 	}
 	envID := item.EnvironmentID
 	if envID == "" {
 		envID = s.cfg.EnvironmentID
 	}
-	l := newLease(api, envID, item.ID, lastHeartbeat, log)
-	l.failed = s.cfg.Metrics.HeartbeatFailed
-	leaseCtx, stopLease := context.WithCancel(context.Background())
-	var leaseDone sync.WaitGroup
-	leaseDone.Add(1)
-	go func() { defer leaseDone.Done(); l.run(leaseCtx) }()
-	defer func() { stopLease(); leaseDone.Wait() }()
+	l, leaseCtx, stopLease := s.startLease(api, envID, item.ID, lastHeartbeat, log)
+	defer stopLease()
 
 	// stopCtx bounds stopping the item: the teardown's deadline, once it
 	// has one (stop.go).
@@ -116,21 +103,9 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	sess, err := api.GetSession(ctx, item.Data.ID)
 	if err != nil {
 		stop()
-		cred := "its session token"
-		if token == "" {
-			cred = "the environment key"
-		}
-		if r := refused(fmt.Sprintf("getting session %s with %s", item.Data.ID, cred), err); r != nil {
-			return r
-		}
-		return fmt.Errorf("get session %s: %w", item.Data.ID, err)
+		return getSessionError(item.Data.ID, token, err)
 	}
-	var resources []store.SessionResource
-	for _, r := range sess.Resources {
-		if r.Type == store.ResourceMemoryStore {
-			resources = append(resources, r)
-		}
-	}
+	resources := memoryResources(sess)
 	if len(resources) > 0 && token == "" {
 		log.Error("the work item carried no sessions token")
 		stop()
@@ -138,22 +113,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	}
 	if sess.Status == store.SessionTerminated {
 		// Nothing to run; push what a previous run of it left behind.
-		for _, r := range resources {
-			if r.Access == store.AccessReadOnly {
-				continue
-			}
-			s.host.takeUp(abort, r.MemoryStoreID, sess.ID, log.WithField("store", r.MemoryStoreID))
-			if hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
-				_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, sess.ID, log.WithField("store", r.MemoryStoreID))
-				s.host.left.note(left)
-				if err != nil {
-					log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
-				}
-			}
-		}
-		if s.cfg.Tools != nil {
-			removeWorkdir(filepath.Join(s.cfg.Tools.WorkRoot, sess.ID), log)
-		}
+		s.pushLeftBehind(abort, api, sess.ID, resources, log)
 		log.Info("session already terminated: stopped without mounting")
 		ending = EndClean
 		stop()
@@ -161,9 +121,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	}
 	var mounts []*storeMount
 	if s.cfg.Interval == 0 {
-		for _, r := range resources {
-			log.WithField("store", r.MemoryStoreID).Warn("memory sync is off: the session runs without this memory store, though its system prompt describes a folder at " + r.MountPath)
-		}
+		warnSyncOff(resources, log)
 	} else if mounts, err = s.mountAll(ctx, api, item, sess, resources, log); err != nil {
 		log.WithError(err).Error("session failed before it started: no memory store was mounted")
 		stop()
@@ -182,39 +140,14 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 			return err
 		}
 	}
-	var runErr error
-	var forget []func() // the stores unmounted from outside, listed by status until the session ends
+	ending, runErr, mounts, forget := s.waitEnd(ctx, abort, leaseCtx, l, tools, mounts, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log)
+	// The stores unmounted from outside are listed by status until the
+	// session ends.
 	defer func() {
 		for _, f := range forget {
 			f()
 		}
 	}()
-	gone := make(chan *storeMount, len(mounts))
-	for _, m := range mounts {
-		go func(m *storeMount) {
-			select {
-			case <-m.m.Gone():
-				gone <- m
-			case <-leaseCtx.Done():
-			}
-		}(m)
-	}
-wait:
-	for {
-		select {
-		case ending = <-l.end:
-			break wait
-		case <-ctx.Done():
-			ending = EndShutdown
-			break wait
-		case r := <-tools.result():
-			ending, runErr = r.ending, r.err
-			break wait
-		case sm := <-gone:
-			forget = append(forget, s.endUnmounted(abort, sm, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log))
-			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
-		}
-	}
 	// One deadline for the whole teardown, whatever the mounts, the store
 	// or the agent's shell do: a stop ends within the documented stop
 	// timeout (stop.go).
@@ -231,6 +164,127 @@ wait:
 	}
 	stop()
 	return runErr
+}
+
+// itemClient is the client item's session is run with: its sessions
+// token's, else the environment key's; token is "" without one.
+func (s *Session) itemClient(item store.Work, log logrus.FieldLogger) (api *client.Client, token string, err error) {
+	token = sessionsToken(item.Secret)
+	api = s.env
+	if token != "" {
+		if api, err = client.New(s.cfg.clientOptions(token, log)); err != nil {
+			return nil, token, err
+		}
+	}
+	if api == nil {
+		return nil, token, ErrNoToken
+	}
+	return api, token, nil
+}
+
+// startLease starts heartbeating work item workID; stop ends the
+// heartbeats and waits for them.
+func (s *Session) startLease(api *client.Client, envID, workID, lastHeartbeat string, log logrus.FieldLogger) (l *lease, ctx context.Context, stop func()) {
+	l = newLease(api, envID, workID, lastHeartbeat, log)
+	l.failed = s.cfg.Metrics.HeartbeatFailed
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() { defer done.Done(); l.run(ctx) }()
+	return l, ctx, func() { cancel(); done.Wait() }
+}
+
+// getSessionError is the failure to get session id, a refusal (see
+// refused) when the store refused the credential: the sessions token, or
+// the environment key without one.
+func getSessionError(id, token string, err error) error {
+	cred := "its session token"
+	if token == "" {
+		cred = "the environment key"
+	}
+	if r := refused(fmt.Sprintf("getting session %s with %s", id, cred), err); r != nil {
+		return r
+	}
+	return fmt.Errorf("get session %s: %w", id, err)
+}
+
+// warnSyncOff says, per store, that a session runs without its memory
+// stores when memory sync is off.
+func warnSyncOff(resources []store.SessionResource, log logrus.FieldLogger) {
+	for _, r := range resources {
+		log.WithField("store", r.MemoryStoreID).Warn("memory sync is off: the session runs without this memory store, though its system prompt describes a folder at " + r.MountPath)
+	}
+}
+
+// memoryResources are the session's memory stores.
+func memoryResources(sess *store.Session) []store.SessionResource {
+	var rs []store.SessionResource
+	for _, r := range sess.Resources {
+		if r.Type == store.ResourceMemoryStore {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// pushLeftBehind replays what an earlier run of a terminated session left
+// in the journals of its writable stores, and removes its tools' work
+// directory; a replay that fails keeps its journal.
+func (s *Session) pushLeftBehind(abort context.Context, api *client.Client, sessionID string, resources []store.SessionResource, log logrus.FieldLogger) {
+	for _, r := range resources {
+		if r.Access == store.AccessReadOnly {
+			continue
+		}
+		s.host.takeUp(abort, r.MemoryStoreID, sessionID, log.WithField("store", r.MemoryStoreID))
+		if hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
+			_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, sessionID, log.WithField("store", r.MemoryStoreID))
+			s.host.left.note(left)
+			if err != nil {
+				log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
+			}
+		}
+	}
+	if s.cfg.Tools != nil {
+		removeWorkdir(filepath.Join(s.cfg.Tools.WorkRoot, sessionID), log)
+	}
+}
+
+// waitEnd waits for the first reason the session ends: the lease's end,
+// the worker's shutdown (ctx) or the tools' result (runErr). Meanwhile it
+// lets go of each mount unmounted from outside memfs (endUnmounted): left
+// are the mounts still to tear down, and forget the calls that drop the
+// others from the status once the session is over.
+func (s *Session) waitEnd(ctx, abort, leaseCtx context.Context, l *lease, tools *toolRun, mounts []*storeMount, labels MountLabels, log logrus.FieldLogger) (ending Ending, runErr error, left []*storeMount, forget []func()) {
+	gone := watchGone(leaseCtx, mounts)
+	for {
+		select {
+		case ending = <-l.end:
+			return ending, nil, mounts, forget
+		case <-ctx.Done():
+			return EndShutdown, nil, mounts, forget
+		case r := <-tools.result():
+			return r.ending, r.err, mounts, forget
+		case sm := <-gone:
+			forget = append(forget, s.endUnmounted(abort, sm, labels, log))
+			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
+		}
+	}
+}
+
+// watchGone reports on the returned channel each mount unmounted from
+// outside memfs, until ctx ends.
+func watchGone(ctx context.Context, mounts []*storeMount) <-chan *storeMount {
+	gone := make(chan *storeMount, len(mounts))
+	for _, m := range mounts {
+		go func(m *storeMount) {
+			select {
+			case <-m.m.Gone():
+				gone <- m
+			case <-ctx.Done():
+			}
+		}(m)
+	}
+	return gone
 }
 
 // endWorkdir removes the work directory of a session that ended cleanly
