@@ -226,8 +226,6 @@ func (t mountTarget) walkError(storeID string, err error) error {
 	return fmt.Errorf("memory store path %s: %w", t, err)
 }
 
-func isRoot() bool { return os.Geteuid() == 0 }
-
 // hasJournal reports whether a store has a journal directory in the state dir.
 func hasJournal(stateDir, storeID string) bool {
 	_, err := os.Stat(filepath.Join(stateDir, "stores", storeID, "journal"))

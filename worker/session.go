@@ -140,7 +140,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 			return err
 		}
 	}
-	ending, runErr, mounts, forget := s.waitEnd(ctx, abort, leaseCtx, l, tools, mounts, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log)
+	ending, mounts, forget, runErr := s.waitEnd(ctx, abort, leaseCtx, l, tools, mounts, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log)
 	// The stores unmounted from outside are listed by status until the
 	// session ends.
 	defer func() {
@@ -254,16 +254,16 @@ func (s *Session) pushLeftBehind(abort context.Context, api *client.Client, sess
 // lets go of each mount unmounted from outside memfs (endUnmounted): left
 // are the mounts still to tear down, and forget the calls that drop the
 // others from the status once the session is over.
-func (s *Session) waitEnd(ctx, abort, leaseCtx context.Context, l *lease, tools *toolRun, mounts []*storeMount, labels MountLabels, log logrus.FieldLogger) (ending Ending, runErr error, left []*storeMount, forget []func()) {
+func (s *Session) waitEnd(ctx, abort, leaseCtx context.Context, l *lease, tools *toolRun, mounts []*storeMount, labels MountLabels, log logrus.FieldLogger) (ending Ending, left []*storeMount, forget []func(), runErr error) {
 	gone := watchGone(leaseCtx, mounts)
 	for {
 		select {
 		case ending = <-l.end:
-			return ending, nil, mounts, forget
+			return ending, mounts, forget, nil
 		case <-ctx.Done():
-			return EndShutdown, nil, mounts, forget
+			return EndShutdown, mounts, forget, nil
 		case r := <-tools.result():
-			return r.ending, r.err, mounts, forget
+			return r.ending, mounts, forget, r.err
 		case sm := <-gone:
 			forget = append(forget, s.endUnmounted(abort, sm, labels, log))
 			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })

@@ -46,7 +46,6 @@ func unmountFUSE(dir string, unmount func() error) error {
 type cleanups struct {
 	mu  sync.Mutex
 	fns []func() error
-	reg bool
 }
 
 var (
