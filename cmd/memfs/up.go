@@ -197,7 +197,14 @@ func runUp(args []string) error {
 		return err
 	}
 	defer stopServe()
-	apiURL := "http://" + addr
+	return runDemo(ctx, aborted, a, "http://"+addr, adminKey, log, wm, onLoad)
+}
+
+// runDemo runs the demo against up's store service at apiURL: it makes
+// the demo session, runs a worker that mounts its store, prints the banner
+// and waits for Ctrl-C (or the worker's end), then stops the worker and
+// archives the session. aborted closing cuts the worker's stop short.
+func runDemo(ctx context.Context, aborted <-chan struct{}, a upArgs, apiURL, adminKey string, log *logrus.Logger, wm worker.Metrics, onLoad func(syncqueue.LoadProgress)) error {
 	admin, st, sess, err := upDemoSession(ctx, apiURL, adminKey, a.dataDir)
 	if err != nil {
 		return err
