@@ -81,34 +81,28 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	l, leaseCtx, stopLease := s.startLease(api, envID, item.ID, lastHeartbeat, log)
 	defer stopLease()
 
-	// stopCtx bounds stopping the item: the teardown's deadline, once it
-	// has one (stop.go).
-	stopCtx := context.Background()
-	stop := func() {
-		if ending == EndLeaseLost {
-			return // another worker may hold the item now
-		}
-		sctx, cancel := lastStep(stopCtx, minStopRequest, 10*time.Second)
-		defer cancel()
-		if _, err := api.StopWork(sctx, envID, item.ID, true); err != nil && !errors.Is(err, store.ErrConflict) {
-			log.WithError(err).Warn("stopping the work item failed")
+	// stop stops the work item within ctx: the teardown's deadline, once
+	// it has one (stop.go).
+	stop := func(ctx context.Context) {
+		if ending != EndLeaseLost { // else another worker may hold the item now
+			stopWork(ctx, api, envID, item.ID, log)
 		}
 	}
 	if item.Data.Type != store.TypeSession {
 		log.Info("healthcheck work item: stopped")
 		ending = EndClean
-		stop()
+		stop(context.Background())
 		return nil
 	}
 	sess, err := api.GetSession(ctx, item.Data.ID)
 	if err != nil {
-		stop()
+		stop(context.Background())
 		return getSessionError(item.Data.ID, token, err)
 	}
 	resources := memoryResources(sess)
 	if len(resources) > 0 && token == "" {
 		log.Error("the work item carried no sessions token")
-		stop()
+		stop(context.Background())
 		return ErrNoToken
 	}
 	if sess.Status == store.SessionTerminated {
@@ -116,7 +110,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		s.pushLeftBehind(abort, api, sess.ID, resources, log)
 		log.Info("session already terminated: stopped without mounting")
 		ending = EndClean
-		stop()
+		stop(context.Background())
 		return nil
 	}
 	var mounts []*storeMount
@@ -124,7 +118,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		warnSyncOff(resources, log)
 	} else if mounts, err = s.mountAll(ctx, api, item, sess, resources, log); err != nil {
 		log.WithError(err).Error("session failed before it started: no memory store was mounted")
-		stop()
+		stop(context.Background())
 		if r := refused("a memory store's first request with the session token", err); r != nil {
 			return r
 		}
@@ -136,7 +130,7 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		if tools, err = s.startTools(sess, token, mounts, resources, log); err != nil {
 			log.WithError(err).Error("session failed: its tools could not start")
 			s.teardown(abort, mounts, false)
-			stop()
+			stop(context.Background())
 			return err
 		}
 	}
@@ -148,22 +142,37 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 			f()
 		}
 	}()
-	// One deadline for the whole teardown, whatever the mounts, the store
-	// or the agent's shell do: a stop ends within the documented stop
-	// timeout (stop.go).
+	s.endSession(abort, ending, tools, mounts, api, sess.ID, log, stop)
+	return runErr
+}
+
+// endSession ends a session that ran: it stops its tools, tears its mounts
+// down (a final sync if the ending is clean), removes the work directory
+// of a clean end, and stops the work item — all within one deadline,
+// whatever the mounts, the store or the agent's shell do: a stop ends
+// within the documented stop timeout (stop.go).
+func (s *Session) endSession(abort context.Context, ending Ending, tools *toolRun, mounts []*storeMount, api *client.Client, sessionID string, log logrus.FieldLogger, stop func(context.Context)) {
 	tctx, cancel := context.WithTimeout(abort, TeardownTimeout)
 	defer cancel()
-	stopCtx = tctx
 	log.WithField("ending", ending.String()).Info("session ending")
 	if !tools.stop(tctx) { // before the final sync: the agent's shell is gone
 		log.Warn("the session's tools did not stop within the teardown's time; its mounts are taken down anyway")
 	}
 	s.teardown(tctx, mounts, ending == EndClean)
 	if tools != nil && ending == EndClean {
-		s.endWorkdir(tctx, api, sess.ID, tools.workdir, log)
+		s.endWorkdir(tctx, api, sessionID, tools.workdir, log)
 	}
-	stop()
-	return runErr
+	stop(tctx)
+}
+
+// stopWork tells the queue that work item id is over; one stopped already
+// (a conflict) is no failure.
+func stopWork(ctx context.Context, api *client.Client, envID, id string, log logrus.FieldLogger) {
+	sctx, cancel := lastStep(ctx, minStopRequest, 10*time.Second)
+	defer cancel()
+	if _, err := api.StopWork(sctx, envID, id, true); err != nil && !errors.Is(err, store.ErrConflict) {
+		log.WithError(err).Warn("stopping the work item failed")
+	}
 }
 
 // itemClient is the client item's session is run with: its sessions
