@@ -212,82 +212,111 @@ func ParseEvent(i int, raw json.RawMessage) (NewEvent, error) {
 			n.members = append(n.members, m)
 		}
 	}
-	typ, ok := jsonString(fields["type"])
-	switch {
-	case fields["type"] == nil:
-		return bad("type is required")
-	case !ok:
-		return bad("type must be a string, not %s", fields["type"])
-	case typ == EventSessionStatusTerminated:
-		return bad("session.status_terminated is appended by archiving the session (POST /v1/sessions/{id}/archive), which also ends its streams; it can't be posted")
-	case typ == EventSessionDeleted:
-		return bad("session.deleted can't be posted: memfs never deletes a session")
-	case !eventTypes[typ]:
-		return bad("unknown event type %q (the SDK's session event types: agent.*, user.*, session.*, span.*, system.message, workflow_run.*)", typ)
-	}
-	n.Type = typ
-	str := func(name string) (string, error) {
-		v, ok := jsonString(fields[name])
-		switch {
-		case fields[name] == nil:
-			return "", fmt.Errorf("a %s event needs %s", typ, name)
-		case !ok || v == "":
-			return "", fmt.Errorf("%s must be a non-empty string, not %s", name, fields[name])
-		}
-		return v, nil
-	}
-	oneOf := func(name string, allowed ...string) error {
-		v, err := str(name)
-		if err != nil {
-			return err
-		}
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s must be one of %q, not %q", name, allowed, v)
-	}
-	object := func(name string) error {
-		v := fields[name]
-		if v == nil {
-			return fmt.Errorf("a %s event needs %s", typ, name)
-		}
-		if v[0] != '{' {
-			return fmt.Errorf("%s must be a JSON object, not %s", name, v)
-		}
-		return nil
-	}
-	switch typ {
-	case EventAgentToolUse, EventAgentCustomToolUse:
-		if _, err = str("name"); err == nil {
-			err = object("input")
-		}
-		if err == nil && fields["evaluated_permission"] != nil {
-			err = oneOf("evaluated_permission", "allow", "ask", "deny")
-		}
-	case EventUserToolResult:
-		n.ToolUseID, err = str("tool_use_id")
-	case EventUserCustomToolResult:
-		n.ToolUseID, err = str("custom_tool_use_id")
-	case EventUserToolConfirmation:
-		if _, err = str("tool_use_id"); err == nil {
-			err = oneOf("result", "allow", "deny")
-		}
-	case EventSessionStatusIdle:
-		if err = object("stop_reason"); err == nil {
-			var sr struct {
-				Type *string `json:"type"`
-			}
-			if json.Unmarshal(fields["stop_reason"], &sr) != nil || sr.Type == nil || *sr.Type == "" {
-				err = fmt.Errorf("stop_reason must have a string type (end_turn, requires_action, ...), not %s", fields["stop_reason"])
-			}
-		}
-	}
+	typ, err := eventType(fields["type"])
 	if err != nil {
 		return bad("%v", err)
 	}
+	n.Type = typ
+	if err := (eventFields{typ: typ, m: fields}).check(&n); err != nil {
+		return bad("%v", err)
+	}
 	return n, nil
+}
+
+// eventType checks an event's type, v: a string naming a type a client
+// may post.
+func eventType(v json.RawMessage) (string, error) {
+	typ, ok := jsonString(v)
+	switch {
+	case v == nil:
+		return "", errors.New("type is required")
+	case !ok:
+		return "", fmt.Errorf("type must be a string, not %s", v)
+	case typ == EventSessionStatusTerminated:
+		return "", errors.New("session.status_terminated is appended by archiving the session (POST /v1/sessions/{id}/archive), which also ends its streams; it can't be posted")
+	case typ == EventSessionDeleted:
+		return "", errors.New("session.deleted can't be posted: memfs never deletes a session")
+	case !eventTypes[typ]:
+		return "", fmt.Errorf("unknown event type %q (the SDK's session event types: agent.*, user.*, session.*, span.*, system.message, workflow_run.*)", typ)
+	}
+	return typ, nil
+}
+
+// eventFields are the members of a posted event of type typ, by name.
+type eventFields struct {
+	typ string
+	m   map[string]json.RawMessage
+}
+
+// check checks the fields that events of f's type require, and sets
+// n.ToolUseID for a tool result.
+func (f eventFields) check(n *NewEvent) error {
+	var err error
+	switch f.typ {
+	case EventAgentToolUse, EventAgentCustomToolUse:
+		if _, err = f.str("name"); err == nil {
+			err = f.object("input")
+		}
+		if err == nil && f.m["evaluated_permission"] != nil {
+			err = f.oneOf("evaluated_permission", "allow", "ask", "deny")
+		}
+	case EventUserToolResult:
+		n.ToolUseID, err = f.str("tool_use_id")
+	case EventUserCustomToolResult:
+		n.ToolUseID, err = f.str("custom_tool_use_id")
+	case EventUserToolConfirmation:
+		if _, err = f.str("tool_use_id"); err == nil {
+			err = f.oneOf("result", "allow", "deny")
+		}
+	case EventSessionStatusIdle:
+		if err = f.object("stop_reason"); err == nil {
+			var sr struct {
+				Type *string `json:"type"`
+			}
+			if json.Unmarshal(f.m["stop_reason"], &sr) != nil || sr.Type == nil || *sr.Type == "" {
+				err = fmt.Errorf("stop_reason must have a string type (end_turn, requires_action, ...), not %s", f.m["stop_reason"])
+			}
+		}
+	}
+	return err
+}
+
+// str is the required non-empty string field name.
+func (f eventFields) str(name string) (string, error) {
+	v, ok := jsonString(f.m[name])
+	switch {
+	case f.m[name] == nil:
+		return "", fmt.Errorf("a %s event needs %s", f.typ, name)
+	case !ok || v == "":
+		return "", fmt.Errorf("%s must be a non-empty string, not %s", name, f.m[name])
+	}
+	return v, nil
+}
+
+// oneOf checks that the required string field name is one of allowed.
+func (f eventFields) oneOf(name string, allowed ...string) error {
+	v, err := f.str(name)
+	if err != nil {
+		return err
+	}
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s must be one of %q, not %q", name, allowed, v)
+}
+
+// object checks that the required field name is a JSON object.
+func (f eventFields) object(name string) error {
+	v := f.m[name]
+	if v == nil {
+		return fmt.Errorf("a %s event needs %s", f.typ, name)
+	}
+	if v[0] != '{' {
+		return fmt.Errorf("%s must be a JSON object, not %s", name, v)
+	}
+	return nil
 }
 
 // jsonString decodes a JSON string value.

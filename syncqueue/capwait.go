@@ -33,7 +33,7 @@ type capWait struct {
 	full    bool      // a create was refused at the cap and none went up since
 	room    bool      // a delete was seen since the last refusal
 	retryAt time.Time // without a sign of room, when creates are tried again
-	bo      backoff
+	bo      retryDelay
 	// epoch counts the refusals that found the store full: a create sent
 	// before the latest (in the same batch) says nothing about room now.
 	epoch uint64

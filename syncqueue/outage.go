@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/memfs/memfs/internal/backoff"
 	"github.com/memfs/memfs/store"
 )
 
@@ -226,20 +226,24 @@ func isLocal(err error) bool {
 	return errors.As(err, &l)
 }
 
-// backoff is a capped exponential backoff with jitter: each wait is spread
-// over [d/2, d), and d doubles up to max.
-type backoff struct {
-	min, max, d time.Duration
+// retryDelay counts the failures in a row of one retrying loop and draws
+// each wait from a capped exponential backoff with equal jitter: the n-th
+// wait is spread over [d/2, d], d = min·2^(n-1) capped at max.
+type retryDelay struct {
+	policy  backoff.Policy
+	attempt int
 }
 
-func newBackoff(min, max time.Duration) backoff { return backoff{min: min, max: max, d: min} }
+func newBackoff(min, max time.Duration) retryDelay {
+	return retryDelay{policy: backoff.Policy{Min: min, Max: max, Jitter: backoff.Equal}}
+}
 
 // next returns the next wait and doubles the following one.
-func (b *backoff) next() time.Duration {
-	w := b.d/2 + rand.N(b.d/2+1)
-	b.d = min(b.d*2, b.max)
+func (b *retryDelay) next() time.Duration {
+	w := b.policy.Delay(b.attempt)
+	b.attempt++
 	return w
 }
 
 // reset starts again from min.
-func (b *backoff) reset() { b.d = b.min }
+func (b *retryDelay) reset() { b.attempt = 0 }

@@ -29,7 +29,7 @@ const overlayBackoffCap = 30 * time.Second
 // overlayBackoffCap). While nothing is pending the overlay's polls are the
 // only requests, so the cap is what keeps "store recovered" within an
 // interval of the store's return.
-func overlayBackoff(interval time.Duration) backoff {
+func overlayBackoff(interval time.Duration) retryDelay {
 	return newBackoff(time.Second, min(interval, overlayBackoffCap))
 }
 

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
+	"github.com/memfs/memfs/internal/backoff"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 )
@@ -68,11 +68,7 @@ const (
 // or what the server asked for with Retry-After when that is longer
 // (capped the same).
 func pollBackoff(n int, err error) time.Duration {
-	d := pollBackoffCap
-	if n < 8 {
-		d = min(pollBackoffMin<<max(n-1, 0), pollBackoffCap)
-	}
-	d = d/2 + rand.N(d/2+1)
+	d := backoff.Policy{Min: pollBackoffMin, Max: pollBackoffCap, Jitter: backoff.Equal}.Delay(n - 1)
 	var se *store.Error
 	if errors.As(err, &se) && se.RetryAfter > d {
 		d = min(se.RetryAfter, pollBackoffCap)

@@ -70,103 +70,55 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 	ending := EndShutdown
 	defer func() { s.cfg.Metrics.Ended(ending, err) }()
 	log := s.log.WithFields(logrus.Fields{"work_id": item.ID, "session": item.Data.ID})
-	token := sessionsToken(item.Secret)
-	api := s.env
-	if token != "" {
-		c, err := client.New(s.cfg.clientOptions(token, log))
-		if err != nil {
-			return err
-		}
-		api = c
-	}
-	if api == nil {
-		return ErrNoToken
+	api, token, err := s.itemClient(item, log)
+	if err != nil {
+		return err
 	}
 	envID := item.EnvironmentID
 	if envID == "" {
 		envID = s.cfg.EnvironmentID
 	}
-	l := newLease(api, envID, item.ID, lastHeartbeat, log)
-	l.failed = s.cfg.Metrics.HeartbeatFailed
-	leaseCtx, stopLease := context.WithCancel(context.Background())
-	var leaseDone sync.WaitGroup
-	leaseDone.Add(1)
-	go func() { defer leaseDone.Done(); l.run(leaseCtx) }()
-	defer func() { stopLease(); leaseDone.Wait() }()
+	l, leaseCtx, stopLease := s.startLease(api, envID, item.ID, lastHeartbeat, log)
+	defer stopLease()
 
-	// stopCtx bounds stopping the item: the teardown's deadline, once it
-	// has one (stop.go).
-	stopCtx := context.Background()
-	stop := func() {
-		if ending == EndLeaseLost {
-			return // another worker may hold the item now
-		}
-		sctx, cancel := lastStep(stopCtx, minStopRequest, 10*time.Second)
-		defer cancel()
-		if _, err := api.StopWork(sctx, envID, item.ID, true); err != nil && !errors.Is(err, store.ErrConflict) {
-			log.WithError(err).Warn("stopping the work item failed")
+	// stop stops the work item within ctx: the teardown's deadline, once
+	// it has one (stop.go).
+	stop := func(ctx context.Context) {
+		if ending != EndLeaseLost { // else another worker may hold the item now
+			stopWork(ctx, api, envID, item.ID, log)
 		}
 	}
 	if item.Data.Type != store.TypeSession {
 		log.Info("healthcheck work item: stopped")
 		ending = EndClean
-		stop()
+		stop(context.Background())
 		return nil
 	}
 	sess, err := api.GetSession(ctx, item.Data.ID)
 	if err != nil {
-		stop()
-		cred := "its session token"
-		if token == "" {
-			cred = "the environment key"
-		}
-		if r := refused(fmt.Sprintf("getting session %s with %s", item.Data.ID, cred), err); r != nil {
-			return r
-		}
-		return fmt.Errorf("get session %s: %w", item.Data.ID, err)
+		stop(context.Background())
+		return getSessionError(item.Data.ID, token, err)
 	}
-	var resources []store.SessionResource
-	for _, r := range sess.Resources {
-		if r.Type == store.ResourceMemoryStore {
-			resources = append(resources, r)
-		}
-	}
+	resources := memoryResources(sess)
 	if len(resources) > 0 && token == "" {
 		log.Error("the work item carried no sessions token")
-		stop()
+		stop(context.Background())
 		return ErrNoToken
 	}
 	if sess.Status == store.SessionTerminated {
 		// Nothing to run; push what a previous run of it left behind.
-		for _, r := range resources {
-			if r.Access == store.AccessReadOnly {
-				continue
-			}
-			s.host.takeUp(abort, r.MemoryStoreID, sess.ID, log.WithField("store", r.MemoryStoreID))
-			if hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
-				_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, sess.ID, log.WithField("store", r.MemoryStoreID))
-				s.host.left.note(left)
-				if err != nil {
-					log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
-				}
-			}
-		}
-		if s.cfg.Tools != nil {
-			removeWorkdir(filepath.Join(s.cfg.Tools.WorkRoot, sess.ID), log)
-		}
+		s.pushLeftBehind(abort, api, sess.ID, resources, log)
 		log.Info("session already terminated: stopped without mounting")
 		ending = EndClean
-		stop()
+		stop(context.Background())
 		return nil
 	}
 	var mounts []*storeMount
 	if s.cfg.Interval == 0 {
-		for _, r := range resources {
-			log.WithField("store", r.MemoryStoreID).Warn("memory sync is off: the session runs without this memory store, though its system prompt describes a folder at " + r.MountPath)
-		}
+		warnSyncOff(resources, log)
 	} else if mounts, err = s.mountAll(ctx, api, item, sess, resources, log); err != nil {
 		log.WithError(err).Error("session failed before it started: no memory store was mounted")
-		stop()
+		stop(context.Background())
 		if r := refused("a memory store's first request with the session token", err); r != nil {
 			return r
 		}
@@ -178,59 +130,170 @@ func (s *Session) Run(ctx, abort context.Context, item store.Work, lastHeartbeat
 		if tools, err = s.startTools(sess, token, mounts, resources, log); err != nil {
 			log.WithError(err).Error("session failed: its tools could not start")
 			s.teardown(abort, mounts, false)
-			stop()
+			stop(context.Background())
 			return err
 		}
 	}
-	var runErr error
-	var forget []func() // the stores unmounted from outside, listed by status until the session ends
+	ending, mounts, forget, runErr := s.waitEnd(ctx, abort, leaseCtx, l, tools, mounts, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log)
+	// The stores unmounted from outside are listed by status until the
+	// session ends.
 	defer func() {
 		for _, f := range forget {
 			f()
 		}
 	}()
-	gone := make(chan *storeMount, len(mounts))
-	for _, m := range mounts {
-		go func(m *storeMount) {
-			select {
-			case <-m.m.Gone():
-				gone <- m
-			case <-leaseCtx.Done():
-			}
-		}(m)
-	}
-wait:
-	for {
-		select {
-		case ending = <-l.end:
-			break wait
-		case <-ctx.Done():
-			ending = EndShutdown
-			break wait
-		case r := <-tools.result():
-			ending, runErr = r.ending, r.err
-			break wait
-		case sm := <-gone:
-			forget = append(forget, s.endUnmounted(abort, sm, MountLabels{SessionID: sess.ID, WorkID: item.ID}, log))
-			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
-		}
-	}
-	// One deadline for the whole teardown, whatever the mounts, the store
-	// or the agent's shell do: a stop ends within the documented stop
-	// timeout (stop.go).
+	s.endSession(abort, ending, tools, mounts, api, sess.ID, log, stop)
+	return runErr
+}
+
+// endSession ends a session that ran: it stops its tools, tears its mounts
+// down (a final sync if the ending is clean), removes the work directory
+// of a clean end, and stops the work item — all within one deadline,
+// whatever the mounts, the store or the agent's shell do: a stop ends
+// within the documented stop timeout (stop.go).
+func (s *Session) endSession(abort context.Context, ending Ending, tools *toolRun, mounts []*storeMount, api *client.Client, sessionID string, log logrus.FieldLogger, stop func(context.Context)) {
 	tctx, cancel := context.WithTimeout(abort, TeardownTimeout)
 	defer cancel()
-	stopCtx = tctx
 	log.WithField("ending", ending.String()).Info("session ending")
 	if !tools.stop(tctx) { // before the final sync: the agent's shell is gone
 		log.Warn("the session's tools did not stop within the teardown's time; its mounts are taken down anyway")
 	}
 	s.teardown(tctx, mounts, ending == EndClean)
 	if tools != nil && ending == EndClean {
-		s.endWorkdir(tctx, api, sess.ID, tools.workdir, log)
+		s.endWorkdir(tctx, api, sessionID, tools.workdir, log)
 	}
-	stop()
-	return runErr
+	stop(tctx)
+}
+
+// stopWork tells the queue that work item id is over; one stopped already
+// (a conflict) is no failure.
+func stopWork(ctx context.Context, api *client.Client, envID, id string, log logrus.FieldLogger) {
+	sctx, cancel := lastStep(ctx, minStopRequest, 10*time.Second)
+	defer cancel()
+	if _, err := api.StopWork(sctx, envID, id, true); err != nil && !errors.Is(err, store.ErrConflict) {
+		log.WithError(err).Warn("stopping the work item failed")
+	}
+}
+
+// itemClient is the client item's session is run with: its sessions
+// token's, else the environment key's; token is "" without one.
+func (s *Session) itemClient(item store.Work, log logrus.FieldLogger) (api *client.Client, token string, err error) {
+	token = sessionsToken(item.Secret)
+	api = s.env
+	if token != "" {
+		if api, err = client.New(s.cfg.clientOptions(token, log)); err != nil {
+			return nil, token, err
+		}
+	}
+	if api == nil {
+		return nil, token, ErrNoToken
+	}
+	return api, token, nil
+}
+
+// startLease starts heartbeating work item workID; stop ends the
+// heartbeats and waits for them.
+func (s *Session) startLease(api *client.Client, envID, workID, lastHeartbeat string, log logrus.FieldLogger) (l *lease, ctx context.Context, stop func()) {
+	l = newLease(api, envID, workID, lastHeartbeat, log)
+	l.failed = s.cfg.Metrics.HeartbeatFailed
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() { defer done.Done(); l.run(ctx) }()
+	return l, ctx, func() { cancel(); done.Wait() }
+}
+
+// getSessionError is the failure to get session id, a refusal (see
+// refused) when the store refused the credential: the sessions token, or
+// the environment key without one.
+func getSessionError(id, token string, err error) error {
+	cred := "its session token"
+	if token == "" {
+		cred = "the environment key"
+	}
+	if r := refused(fmt.Sprintf("getting session %s with %s", id, cred), err); r != nil {
+		return r
+	}
+	return fmt.Errorf("get session %s: %w", id, err)
+}
+
+// warnSyncOff says, per store, that a session runs without its memory
+// stores when memory sync is off.
+func warnSyncOff(resources []store.SessionResource, log logrus.FieldLogger) {
+	for _, r := range resources {
+		log.WithField("store", r.MemoryStoreID).Warn("memory sync is off: the session runs without this memory store, though its system prompt describes a folder at " + r.MountPath)
+	}
+}
+
+// memoryResources are the session's memory stores.
+func memoryResources(sess *store.Session) []store.SessionResource {
+	var rs []store.SessionResource
+	for _, r := range sess.Resources {
+		if r.Type == store.ResourceMemoryStore {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// pushLeftBehind replays what an earlier run of a terminated session left
+// in the journals of its writable stores, and removes its tools' work
+// directory; a replay that fails keeps its journal.
+func (s *Session) pushLeftBehind(abort context.Context, api *client.Client, sessionID string, resources []store.SessionResource, log logrus.FieldLogger) {
+	for _, r := range resources {
+		if r.Access == store.AccessReadOnly {
+			continue
+		}
+		s.host.takeUp(abort, r.MemoryStoreID, sessionID, log.WithField("store", r.MemoryStoreID))
+		if hasJournal(s.cfg.StateDir, r.MemoryStoreID) {
+			_, left, err := ReplayStore(abort, api, s.cfg.StateDir, r.MemoryStoreID, sessionID, log.WithField("store", r.MemoryStoreID))
+			s.host.left.note(left)
+			if err != nil {
+				log.WithError(err).Warn("replaying a journal left behind failed; it is kept")
+			}
+		}
+	}
+	if s.cfg.Tools != nil {
+		removeWorkdir(filepath.Join(s.cfg.Tools.WorkRoot, sessionID), log)
+	}
+}
+
+// waitEnd waits for the first reason the session ends: the lease's end,
+// the worker's shutdown (ctx) or the tools' result (runErr). Meanwhile it
+// lets go of each mount unmounted from outside memfs (endUnmounted): left
+// are the mounts still to tear down, and forget the calls that drop the
+// others from the status once the session is over.
+func (s *Session) waitEnd(ctx, abort, leaseCtx context.Context, l *lease, tools *toolRun, mounts []*storeMount, labels MountLabels, log logrus.FieldLogger) (ending Ending, left []*storeMount, forget []func(), runErr error) {
+	gone := watchGone(leaseCtx, mounts)
+	for {
+		select {
+		case ending = <-l.end:
+			return ending, mounts, forget, nil
+		case <-ctx.Done():
+			return EndShutdown, mounts, forget, nil
+		case r := <-tools.result():
+			return r.ending, mounts, forget, r.err
+		case sm := <-gone:
+			forget = append(forget, s.endUnmounted(abort, sm, labels, log))
+			mounts = slices.DeleteFunc(mounts, func(m *storeMount) bool { return m == sm })
+		}
+	}
+}
+
+// watchGone reports on the returned channel each mount unmounted from
+// outside memfs, until ctx ends.
+func watchGone(ctx context.Context, mounts []*storeMount) <-chan *storeMount {
+	gone := make(chan *storeMount, len(mounts))
+	for _, m := range mounts {
+		go func(m *storeMount) {
+			select {
+			case <-m.m.Gone():
+				gone <- m
+			case <-ctx.Done():
+			}
+		}(m)
+	}
+	return gone
 }
 
 // endWorkdir removes the work directory of a session that ended cleanly

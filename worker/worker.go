@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/internal/backoff"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
@@ -288,7 +288,7 @@ func (w *Worker) poll(ctx context.Context, wg *sync.WaitGroup, end func(error)) 
 
 // sleepJitter sleeps d/2..d or until ctx ends.
 func sleepJitter(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d/2 + rand.N(d/2+1))
+	t := time.NewTimer(backoff.Policy{Min: d, Max: d, Jitter: backoff.Equal}.Delay(0))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
@@ -84,14 +86,8 @@ func defaultStateDir() string {
 	return filepath.Join(home, ".local", "state", "memfs")
 }
 
-func runMount(args []string) error {
-	var sf syncFlags
-	var of ownerFlags
-	var apiURL, storeID, metricsListen string
-	var readOnly, debug bool
-	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
-	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only] [--mkdir] [flags] MOUNTPOINT
+// mountUsage is memfs mount --help, before the flags.
+const mountUsage = `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only] [--mkdir] [flags] MOUNTPOINT
        memfs mount -o api_url=URL,api_key_file=FILE[,ro,...] --store ID MOUNTPOINT
        mount.memfs STORE MOUNTPOINT [-sfnv] [-o OPTIONS]   (mount(8)'s helper)
 
@@ -141,60 +137,89 @@ Examples:
   mount -t memfs -o api_key_file=/var/lib/memfs/admin.key,x-mount.mkdir memstore_... /mnt/notes
 
 Flags:
-`)
+`
+
+// mountArgs are memfs mount's flags and MOUNTPOINT, checked and resolved.
+type mountArgs struct {
+	sf                      syncFlags
+	apiURL, apiKey, storeID string
+	metricsListen           string
+	tls                     apiTLS
+	readOnly, debug         bool
+	mkdir                   mkdirFlag
+	mountpoint              string
+	interval, quiet         time.Duration
+	owner                   fs.Ownership
+	allowOther              bool
+}
+
+// parseMountArgs parses and checks memfs mount's command line (flags, -o
+// options and env vars); what it refuses is a usage error.
+func parseMountArgs(args []string) (mountArgs, error) {
+	var a mountArgs
+	var of ownerFlags
+	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), mountUsage)
 		fset.PrintDefaults()
 	}
-	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
+	fset.StringVar(&a.apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
 	keyFlag := addKeyFlag(fset, "api-key", "an admin key of the store service", "MEMFS_API_KEY")
 	var tlsFlags apiTLSFlags
 	tlsFlags.add(fset)
-	fset.StringVar(&storeID, "store", "", "the memory store id (memstore_...)")
-	fset.BoolVar(&readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
-	fset.BoolVar(&debug, "fuse-debug", false, "log every FUSE request (very verbose)")
-	var mkdir mkdirFlag
-	fset.Var(&mkdir, "mkdir", "create MOUNTPOINT and its missing parents (like mkdir -p; --mkdir=MODE: the parents' mode, default 0755); without it MOUNTPOINT must exist")
-	sf.add(fset)
+	fset.StringVar(&a.storeID, "store", "", "the memory store id (memstore_...)")
+	fset.BoolVar(&a.readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
+	fset.BoolVar(&a.debug, "fuse-debug", false, "log every FUSE request (very verbose)")
+	fset.Var(&a.mkdir, "mkdir", "create MOUNTPOINT and its missing parents (like mkdir -p; --mkdir=MODE: the parents' mode, default 0755); without it MOUNTPOINT must exist")
+	a.sf.add(fset)
 	of.add(fset, "you")
-	addMetricsFlag(fset, &metricsListen)
+	addMetricsFlag(fset, &a.metricsListen)
 	checkOptions := addMountOptionFlag(fset)
 	pos, err := parseInterleaved(fset, args)
 	if err == nil {
 		err = checkOptions()
 	}
 	if err != nil {
-		return err
+		return a, err
 	}
 	if len(pos) != 1 {
-		return usagef("give exactly one MOUNTPOINT")
+		return a, usagef("give exactly one MOUNTPOINT")
 	}
-	if storeID == "" {
-		return usagef("--store is required")
+	a.mountpoint = pos[0]
+	if a.storeID == "" {
+		return a, usagef("--store is required")
 	}
-	apiKey, err := keyFlag.resolve(os.Getenv)
-	if err != nil {
-		return err
+	if a.apiKey, err = keyFlag.resolve(os.Getenv); err != nil {
+		return a, err
 	}
-	if apiKey == "" {
-		return usagef("an admin key is required (%s): the admin key memfs serve wrote to its data dir's admin.key", keyFlag.sources())
+	if a.apiKey == "" {
+		return a, usagef("an admin key is required (%s): the admin key memfs serve wrote to its data dir's admin.key", keyFlag.sources())
 	}
-	tls, err := tlsFlags.resolve(os.Getenv)
-	if err != nil {
-		return err
+	if a.tls, err = tlsFlags.resolve(os.Getenv); err != nil {
+		return a, err
 	}
-	interval, quiet, err := sf.parseSync()
-	if err != nil {
-		return usagef("%v", err)
+	if a.interval, a.quiet, err = a.sf.parseSync(); err != nil {
+		return a, usagef("%v", err)
 	}
-	if interval == 0 {
-		return usagef("--memory-sync-interval off means running without memory: there is nothing to mount")
+	if a.interval == 0 {
+		return a, usagef("--memory-sync-interval off means running without memory: there is nothing to mount")
 	}
-	owner, ownerGiven, allowOther, err := of.resolve()
-	if err != nil {
-		return err
+	var ownerGiven bool
+	if a.owner, ownerGiven, a.allowOther, err = of.resolve(); err != nil {
+		return a, err
 	}
 	if !ownerGiven {
-		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
+		a.owner.UID, a.owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
+	return a, nil
+}
+
+func runMount(args []string) error {
+	a, err := parseMountArgs(args)
+	if err != nil {
+		return err
+	}
+	sf := a.sf
 	log, err := newLogger(sf.logFormat, sf.logLevel)
 	if err != nil {
 		return usagef("%v", err)
@@ -203,11 +228,11 @@ Flags:
 	if err != nil {
 		return err
 	}
-	cl, err := client.New(tls.options(client.Options{BaseURL: apiURL, APIKey: apiKey, Logger: log}))
+	cl, err := client.New(a.tls.options(client.Options{BaseURL: a.apiURL, APIKey: a.apiKey, Logger: log}))
 	if err != nil {
 		return clientUsage(err)
 	}
-	me, err := listenMetrics("mount", metricsListen, log)
+	me, err := listenMetrics("mount", a.metricsListen, log)
 	if err != nil {
 		return err
 	}
@@ -231,29 +256,43 @@ Flags:
 	if err := prepareStateDir(sf.stateDir, log); err != nil {
 		return err
 	}
-	if err := prepareMountDir(pos[0], mkdir); err != nil {
+	if err := prepareMountDir(a.mountpoint, a.mkdir); err != nil {
 		return err
 	}
 	status := startStatus(sf.stateDir, log)
 	defer status.Close() //nolint:errcheck
 	m, err := worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
-			StoreID: storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: readOnly,
-			Interval: interval, Quiet: quiet, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-			Owner: owner, OnLoad: onLoad,
+			StoreID: a.storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: a.readOnly,
+			Interval: a.interval, Quiet: a.quiet, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
+			Owner: a.owner, OnLoad: onLoad,
 		},
-		Mountpoint: pos[0],
-		FS:         fs.MountOptions{AllowOther: allowOther, Debug: debug},
+		Mountpoint: a.mountpoint,
+		FS:         fs.MountOptions{AllowOther: a.allowOther, Debug: a.debug},
 		Log:        log,
 		Status:     status,
 		Metrics:    mm,
 	})
 	if err != nil {
-		if h := serviceHint(err, apiURL); h != "" {
+		if h := serviceHint(err, a.apiURL); h != "" {
 			return fmt.Errorf("%w\nhint: %s", err, h)
 		}
 		return err
 	}
+	outside := waitMountEnd(ctx, m, a.storeID, log)
+	err = m.Close(closeCtx, true)
+	left := m.Left()
+	if outside {
+		log.WithField("left", left.String()).Info("unmounted from outside memfs: stopped after a final sync")
+	}
+	return stopError([]syncqueue.Left{left}, closeCtx.Err() != nil,
+		fmt.Sprintf("the next 'memfs mount' of %s with --state-dir %s (or 'memfs replay --state-dir %s')", a.storeID, sf.stateDir, sf.stateDir), err)
+}
+
+// waitMountEnd prints that the store is mounted and serves SIGUSR1 until
+// ctx ends or the mount is taken away; outside says it was unmounted from
+// outside memfs.
+func waitMountEnd(ctx context.Context, m *worker.Mounted, storeID string, log logrus.FieldLogger) (outside bool) {
 	// SIGUSR1 runs a sync pass at once (for people who don't want to wait
 	// for the interval, and for tests). It is caught before the "mounted"
 	// line is printed: a SIGUSR1 sent by a script as soon as it reads that
@@ -263,30 +302,20 @@ Flags:
 	defer signal.Stop(usr1)
 	fmt.Printf("memfs mount: %s mounted at %s (Ctrl-C to unmount)\n", storeID, m.Dir())
 	gone := m.Gone()
-	outside := false
-wait:
 	for {
 		select {
 		case <-ctx.Done():
-			break wait
+			return false
 		case <-gone:
 			// umount, fusermount3 -u or umount -l (a systemd .mount unit
 			// stopping, an operator): a normal stop, like Ctrl-C. The tree
 			// outlives the mount, so the final sync uploads everything
 			// closed on it, deletes included; it can no longer show the
 			// store's changes, and need not.
-			outside = true
-			break wait
+			return true
 		case <-usr1:
 			res := m.Engine().SyncNow(ctx, true, false)
 			log.WithFields(map[string]any{"uploaded": res.Uploaded, "deleted": res.Deleted, "failed": res.Failed, "left": res.Left}).Info("sync pass on SIGUSR1")
 		}
 	}
-	err = m.Close(closeCtx, true)
-	left := m.Left()
-	if outside {
-		log.WithField("left", left.String()).Info("unmounted from outside memfs: stopped after a final sync")
-	}
-	return stopError([]syncqueue.Left{left}, closeCtx.Err() != nil,
-		fmt.Sprintf("the next 'memfs mount' of %s with --state-dir %s (or 'memfs replay --state-dir %s')", storeID, sf.stateDir, sf.stateDir), err)
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/syncqueue/journal"
@@ -18,13 +20,8 @@ func init() {
 	register("replay", "push journals left behind by a killed mount or worker, with a given key", runReplay)
 }
 
-func runReplay(args []string) error {
-	var apiURL string
-	var sd stateDirFlags
-	fset := flag.NewFlagSet("replay", flag.ContinueOnError)
-	var trust, trustStore string
-	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs replay --api-url URL --api-key-file FILE [--state-dir DIR | --data-dir DIR]
+// replayUsage is memfs replay --help, before the flags.
+const replayUsage = `Usage: memfs replay --api-url URL --api-key-file FILE [--state-dir DIR | --data-dir DIR]
                     [--trust-journal PATH [--store ID]]
 
 Pushes every journal left in the state dir (changes a killed mount or
@@ -54,7 +51,15 @@ Example:
   memfs replay --api-key-file /var/lib/memfs/admin.key --state-dir /var/lib/memfs
 
 Flags:
-`)
+`
+
+func runReplay(args []string) error {
+	var apiURL string
+	var sd stateDirFlags
+	fset := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var trust, trustStore string
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), replayUsage)
 		fset.PrintDefaults()
 	}
 	fset.StringVar(&apiURL, "api-url", envOr("http://127.0.0.1:8080", "MEMFS_API_URL"), "the store service (env MEMFS_API_URL)")
@@ -98,6 +103,12 @@ Flags:
 			return err
 		}
 	}
+	return replayAll(api, stateDir, log)
+}
+
+// replayAll replays every store's journal in stateDir with api's key, one
+// line per store, and says what is left (see stopError).
+func replayAll(api *client.Client, stateDir string, log logrus.FieldLogger) error {
 	stores := worker.ReplayableStores(stateDir)
 	if len(stores) == 0 {
 		fmt.Fprintf(os.Stderr, "nothing to replay in %s\n", stateDir)

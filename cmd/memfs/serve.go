@@ -245,6 +245,27 @@ Flags:
 	})
 }
 
+// setDefaults fills in what memfs up leaves unset: the connection limits
+// (from the open-file limit) and the timeouts.
+func (c *serveConfig) setDefaults() error {
+	if c.conns.MaxOpen == 0 {
+		nofile, err := openFileLimit()
+		if err != nil {
+			return err
+		}
+		if c.conns, err = server.DefaultConnLimits(nofile); err != nil {
+			return err
+		}
+	}
+	if c.idleTimeout <= 0 {
+		c.idleTimeout = defaultIdleTimeout
+	}
+	if c.readTimeout <= 0 {
+		c.readTimeout = defaultReadTimeout
+	}
+	return nil
+}
+
 // serve runs the service until ctx ends, then shuts down gracefully.
 // ready is called with the bound address once requests are accepted.
 func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(addr string)) error {
@@ -255,15 +276,9 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 			return err
 		}
 	}
-	defer ln.Close()          // hs.Shutdown closes it too; this covers the errors before
-	if c.conns.MaxOpen == 0 { // memfs up: the defaults
-		nofile, err := openFileLimit()
-		if err != nil {
-			return err
-		}
-		if c.conns, err = server.DefaultConnLimits(nofile); err != nil {
-			return err
-		}
+	defer ln.Close() // hs.Shutdown closes it too; this covers the errors before
+	if err := c.setDefaults(); err != nil {
+		return err
 	}
 	dsn := c.db
 	if dsn == "" {
@@ -277,12 +292,6 @@ func serve(ctx context.Context, c serveConfig, log *logrus.Logger, ready func(ad
 	warnOpenDirs(log, c.dataDir, dsn)
 	if err := ensureAdminKey(ctx, db, c.adminKey, c.dataDir, dsn, log); err != nil {
 		return err
-	}
-	if c.idleTimeout <= 0 {
-		c.idleTimeout = defaultIdleTimeout
-	}
-	if c.readTimeout <= 0 {
-		c.readTimeout = defaultReadTimeout
 	}
 	srv, err := server.New(server.Options{Backend: db, Log: log, MemoryRoot: c.memoryRoot, Metrics: c.metrics, BodyReadTimeout: c.readTimeout, NoChangeFeed: !c.changeFeed})
 	if err != nil {

@@ -121,24 +121,7 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		// Mounted from the listing: the content is still coming.
 		field("content", "%d of %d memories fetched; the rest comes in the background, or when read", c.Fetched, c.Total)
 	}
-	var trouble []string
-	if s.Unreachable {
-		trouble = append(trouble, "STORE UNREACHABLE")
-	}
-	if s.NoSpace {
-		trouble = append(trouble, "STATE DIR FULL")
-	}
-	if s.JournalError != "" {
-		trouble = append(trouble, strings.ToUpper(s.JournalError)) // I/O ERROR ON THE JOURNAL (EIO)
-	}
-	if s.Refused != "" {
-		trouble = append(trouble, "REFUSED BY THE STORE: "+oneLine(s.Refused))
-	}
-	if s.RemoteBlocked {
-		trouble = append(trouble, "changes from the store wait on this host")
-	}
-
-	if len(trouble) > 0 {
+	if trouble := troubles(s); len(trouble) > 0 {
 		field("now", "%s", strings.Join(trouble, ", "))
 	}
 	for _, c := range m.Covered {
@@ -177,15 +160,42 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	if s.Damaged != nil {
 		field("damaged", "%s unreadable in the journal at mount; copy kept at %s", humanBytes(s.Damaged.LostBytes), s.Damaged.KeptAt)
 	}
-	if len(s.Pending) == 0 {
+	printWaiting(out, s.Pending)
+}
+
+// troubles are what is wrong with a mount now, for its "now" line.
+func troubles(s syncqueue.Status) []string {
+	var trouble []string
+	if s.Unreachable {
+		trouble = append(trouble, "STORE UNREACHABLE")
+	}
+	if s.NoSpace {
+		trouble = append(trouble, "STATE DIR FULL")
+	}
+	if s.JournalError != "" {
+		trouble = append(trouble, strings.ToUpper(s.JournalError)) // I/O ERROR ON THE JOURNAL (EIO)
+	}
+	if s.Refused != "" {
+		trouble = append(trouble, "REFUSED BY THE STORE: "+oneLine(s.Refused))
+	}
+	if s.RemoteBlocked {
+		trouble = append(trouble, "changes from the store wait on this host")
+	}
+	return trouble
+}
+
+// printWaiting writes the "waiting" table of a mount's changes that wait,
+// one per line with its reason, nothing when none waits.
+func printWaiting(out io.Writer, pending []syncqueue.PendingChange) {
+	if len(pending) == 0 {
 		return
 	}
 	fmt.Fprintln(out, "  waiting")
 	opw, pathw := 0, 0
-	for _, c := range s.Pending {
+	for _, c := range pending {
 		opw, pathw = max(opw, len(c.Op)), max(pathw, utf8.RuneCountInString(c.Path))
 	}
-	for _, c := range s.Pending {
+	for _, c := range pending {
 		why := c.Reason
 		if c.Error != "" && reasonsWithDetail[c.Reason] {
 			why += ": " + oneLine(c.Error)

@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
+	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/store/durable"
@@ -42,15 +45,8 @@ var demoMemories = map[string]string{
 	"/projects/acme/status.md": "Status: migrating the billing service; cut-over planned for next sprint.\n",
 }
 
-func runUp(args []string) error {
-	var listen, dataDir, memoryRoot, metricsListen string
-	var runTools bool
-	var toolsUserArg string
-	var sf syncFlags
-	var of ownerFlags
-	fset := flag.NewFlagSet("up", flag.ContinueOnError)
-	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), `Usage: memfs up [--memory-root DIR] [--listen ADDR] [--data-dir DIR]
+// upUsage is memfs up --help, before the flags.
+const upUsage = `Usage: memfs up [--memory-root DIR] [--listen ADDR] [--data-dir DIR]
 
 Runs everything on one machine: the store service on SQLite, an
 environment, a demo store (created once, with a few memories), a session
@@ -68,82 +64,110 @@ the journal (the uploads were cut short by a second Ctrl-C, or a change
 waits: not UTF-8, a path conflict; see memfs status).
 
 Flags:
-`)
+`
+
+// upArgs are memfs up's flags, checked and resolved.
+type upArgs struct {
+	sf                                         syncFlags
+	listen, dataDir, memoryRoot, metricsListen string
+	interval, quiet                            time.Duration
+	owner                                      fs.Ownership
+	allowOther                                 bool
+	runTools                                   bool
+	toolsAs                                    worker.ToolsUser // with runTools
+	toolsAsRoot                                bool
+}
+
+// parseUpArgs parses and checks memfs up's flags before anything starts;
+// what it refuses is a usage error.
+func parseUpArgs(args []string) (upArgs, error) {
+	var a upArgs
+	var toolsUserArg string
+	var of ownerFlags
+	fset := flag.NewFlagSet("up", flag.ContinueOnError)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), upUsage)
 		fset.PrintDefaults()
 	}
-	fset.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the store service")
-	fset.StringVar(&dataDir, "data-dir", defaultDataDir(), "database, keys and worker state")
-	fset.StringVar(&memoryRoot, "memory-root", defaultUpMemoryRoot(), "where the store is mounted (the parent of its folder)")
+	fset.StringVar(&a.listen, "listen", "127.0.0.1:8080", "address of the store service")
+	fset.StringVar(&a.dataDir, "data-dir", defaultDataDir(), "database, keys and worker state")
+	fset.StringVar(&a.memoryRoot, "memory-root", defaultUpMemoryRoot(), "where the store is mounted (the parent of its folder)")
 	// The sync flags of mount, worker and session; the state dir is the
 	// data dir's (MEMFS_STATE_DIR is not read: what up leaves in its
 	// journals is replayed by the next up of the same data dir).
-	sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
+	a.sf.addWith(fset, syncDefaults{stateDirHelp: "journals, conflict logs and lock files (default <data-dir>/state)", logLevel: "warn"})
 	of.add(fset, "you")
-	addMetricsFlag(fset, &metricsListen)
-	fset.BoolVar(&runTools, "run-tools", false, "also run the demo session's tools, as memfs worker --run-tools does, in a sandbox as an unprivileged user (its work directory is <state dir>/work/<session id>; it never ends for being idle); the banner shows how to post a tool call as the agent would")
+	addMetricsFlag(fset, &a.metricsListen)
+	fset.BoolVar(&a.runTools, "run-tools", false, "also run the demo session's tools, as memfs worker --run-tools does, in a sandbox as an unprivileged user (its work directory is <state dir>/work/<session id>; it never ends for being idle); the banner shows how to post a tool call as the agent would")
 	fset.StringVar(&toolsUserArg, "tools-user", "", "with --run-tools: the user the demo's tools run as, who also owns its mount and work directory (default: nobody when run as root, else yourself)")
 	if err := parseFlags(fset, args); err != nil {
-		return err
+		return a, err
 	}
 	// Checked before anything starts: up mounts its demo store, so "off"
 	// (0) makes no sense here either.
-	interval, quiet, err := sf.parseSync()
-	if err != nil {
-		return usagef("%v", err)
+	var err error
+	if a.interval, a.quiet, err = a.sf.parseSync(); err != nil {
+		return a, usagef("%v", err)
 	}
-	if interval == 0 {
-		return usagef("--memory-sync-interval off means running without memory: up would have nothing to mount")
+	if a.interval == 0 {
+		return a, usagef("--memory-sync-interval off means running without memory: up would have nothing to mount")
 	}
-	switch sf.deletions { // checked by the worker too, but only once serve runs
+	switch a.sf.deletions { // checked by the worker too, but only once serve runs
 	case syncqueue.DeletionsEnabled, syncqueue.DeletionsLogOnly, syncqueue.DeletionsDisabled:
 	default:
-		return usagef("--memory-sync-deletions must be enabled, log_only or disabled, not %q", sf.deletions)
+		return a, usagef("--memory-sync-deletions must be enabled, log_only or disabled, not %q", a.sf.deletions)
 	}
-	if err := checkListen(listen); err != nil {
-		return err
+	if err := checkListen(a.listen); err != nil {
+		return a, err
 	}
-	if sf.stateDir == "" {
-		sf.stateDir = upStateDir(dataDir)
+	if a.sf.stateDir == "" {
+		a.sf.stateDir = upStateDir(a.dataDir)
 	}
-	owner, ownerGiven, allowOther, err := of.resolve()
-	if err != nil {
-		return err
+	var ownerGiven bool
+	if a.owner, ownerGiven, a.allowOther, err = of.resolve(); err != nil {
+		return a, err
 	}
 	if !ownerGiven {
-		owner.UID, owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
+		a.owner.UID, a.owner.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
-	var toolsAs worker.ToolsUser
-	var toolsAsRoot bool
 	switch {
-	case toolsUserArg != "" && !runTools:
-		return usagef("--tools-user only works with --run-tools")
-	case runTools:
+	case toolsUserArg != "" && !a.runTools:
+		return a, usagef("--tools-user only works with --run-tools")
+	case a.runTools:
 		if toolsUserArg == "" && os.Geteuid() == 0 {
 			// Root runs the demo's tools as nobody, who owns its mount.
 			if _, err := user.Lookup("nobody"); err != nil {
-				return usagef("memfs up --run-tools runs the agent's tools as nobody, and this host has no user nobody: give --tools-user USER")
+				return a, usagef("memfs up --run-tools runs the agent's tools as nobody, and this host has no user nobody: give --tools-user USER")
 			}
 			toolsUserArg = "nobody"
 		}
-		if toolsAs, toolsAsRoot, err = toolsUser(toolsUserArg, memoryRoot); err != nil {
-			return err
+		if a.toolsAs, a.toolsAsRoot, err = toolsUser(toolsUserArg, a.memoryRoot); err != nil {
+			return a, err
 		}
 		if !ownerGiven {
-			owner.UID, owner.GID = toolsAs.UID, toolsAs.GID
+			a.owner.UID, a.owner.GID = a.toolsAs.UID, a.toolsAs.GID
 		}
 	}
-	log, err := newLogger(sf.logFormat, sf.logLevel)
+	return a, nil
+}
+
+func runUp(args []string) error {
+	a, err := parseUpArgs(args)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(a.sf.logFormat, a.sf.logLevel)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	// The port first: a taken one must not leave an admin key behind.
-	ln, err := listenFirst(listen)
+	ln, err := listenFirst(a.listen)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
 	// One endpoint for the store service's and the worker's metrics.
-	me, err := listenMetrics("up", metricsListen, log)
+	me, err := listenMetrics("up", a.metricsListen, log)
 	if err != nil {
 		return err
 	}
@@ -156,7 +180,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	adminKey, err := upAdminKey(dataDir)
+	adminKey, err := upAdminKey(a.dataDir)
 	if err != nil {
 		return err
 	}
@@ -167,74 +191,41 @@ Flags:
 	defer stop()
 
 	// The store service, in this process.
-	serveCtx, stopServe := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(serveCtx, serveConfig{listen: listen, dataDir: dataDir, adminKey: adminKey, memoryRoot: memoryRoot, ln: ln,
-			maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, changeFeed: true, sqliteSync: "FULL", metrics: me.registerer()},
-			log, func(a string) { ready <- a })
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-served:
-		stopServe()
-		return err
-	}
-	defer func() { stopServe(); <-served }()
-	// The service is this process's own listener: the keys never leave
-	// the host, whatever address it is bound to (--listen 0.0.0.0:8080,
-	// or one of the host's own addresses, which the plain-http rule of
-	// the client does not know for loopback).
-	apiURL := "http://" + addr
-	admin, err := client.New(client.Options{BaseURL: apiURL, APIKey: adminKey, AllowInsecureHTTP: true})
+	addr, stopServe, err := serveInBackground(serveConfig{listen: a.listen, dataDir: a.dataDir, adminKey: adminKey, memoryRoot: a.memoryRoot, ln: ln,
+		maxMemories: store.DefaultMaxMemories, changeRetention: 7 * 24 * time.Hour, changeFeed: true, sqliteSync: "FULL", metrics: me.registerer()}, log)
 	if err != nil {
 		return err
 	}
-	st, err := upSetup(ctx, admin, dataDir)
+	defer stopServe()
+	return runDemo(ctx, aborted, a, "http://"+addr, adminKey, log, wm, onLoad)
+}
+
+// runDemo runs the demo against up's store service at apiURL: it makes
+// the demo session, runs a worker that mounts its store, prints the banner
+// and waits for Ctrl-C (or the worker's end), then stops the worker and
+// archives the session. aborted closing cuts the worker's stop short.
+func runDemo(ctx context.Context, aborted <-chan struct{}, a upArgs, apiURL, adminKey string, log *logrus.Logger, wm worker.Metrics, onLoad func(syncqueue.LoadProgress)) error {
+	admin, st, sess, err := upDemoSession(ctx, apiURL, adminKey, a.dataDir)
 	if err != nil {
 		return err
-	}
-	agentID, err := admin.EnsureDefaultAgent(ctx)
-	if err != nil {
-		return fmt.Errorf("find or make the default agent: %w", err)
-	}
-	sess, err := admin.CreateSession(ctx, client.CreateSessionInput{Agent: agentID, EnvironmentID: st.EnvironmentID,
-		Resources: []client.SessionResourceInput{{MemoryStoreID: st.StoreID}}})
-	if err != nil {
-		return fmt.Errorf("create the demo session: %w", err)
 	}
 	mountPath := sess.Resources[0].MountPath
 
-	stateDir := sf.stateDir
+	stateDir := a.sf.stateDir
 	if err := prepareStateDir(stateDir, log); err != nil {
 		return err
 	}
 	status := startStatus(stateDir, log)
 	defer status.Close() //nolint:errcheck
-	var tools *worker.ToolsOptions
-	if runTools {
-		// The demo session waits for the person trying it: no idle end.
-		never := time.Duration(0)
-		tools = &worker.ToolsOptions{MaxIdle: &never, User: toolsAs, AllowRoot: toolsAsRoot}
-		hideCredentials(log)
-	}
+	tools := a.tools(log)
+	cfg := worker.Config{APIURL: apiURL, AllowInsecureHTTP: true, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
+		MemoryRoot: a.memoryRoot, StateDir: stateDir, Interval: a.interval, Quiet: a.quiet, Log: log, Status: status,
+		Deletions: a.sf.deletions, DeleteDelay: a.sf.deleteDelay,
+		Owner: a.owner, AllowOther: a.allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools}
 	// The demo session's end, as the worker reports it: before the mount,
 	// its error is why up fails.
-	demoEnded := make(chan error, 1)
-	w, err := worker.New(worker.Config{APIURL: apiURL, AllowInsecureHTTP: true, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
-		MemoryRoot: memoryRoot, StateDir: stateDir, Interval: interval, Quiet: quiet, Log: log, Status: status,
-		Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-		Owner: owner, AllowOther: allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools,
-		SessionEnded: func(id string, err error) {
-			if id == sess.ID {
-				select {
-				case demoEnded <- err:
-				default:
-				}
-			}
-		}})
+	demoEnded := sessionEnded(&cfg, sess.ID)
+	w, err := worker.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -251,7 +242,7 @@ Flags:
 		waitWorker(w, workerDone, aborted) //nolint:errcheck // err says why
 		return err
 	default:
-		if err := upRunning(ctx, apiURL, dataDir, st, sess.ID, mountPath, stateDir, runTools, workerDone); err != nil {
+		if err := upRunning(ctx, apiURL, a.dataDir, st, sess.ID, mountPath, stateDir, a.runTools, workerDone); err != nil {
 			stopWorker()
 			return err
 		}
@@ -259,18 +250,97 @@ Flags:
 	}
 	stopWorker()
 	werr, cut := waitWorker(w, workerDone, aborted)
-	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := admin.ArchiveSession(actx, sess.ID); err != nil {
-		log.WithError(err).Warn("could not archive the demo session")
-	} else if tools != nil {
-		tools.RemoveWorkdir(sess.ID, log)
-	}
-	if err := stopError(w.Left(), cut, fmt.Sprintf("the next 'memfs up --data-dir %s'", dataDir), werr); err != nil {
+	upEndSession(admin, sess.ID, tools, log)
+	if err := stopError(w.Left(), cut, fmt.Sprintf("the next 'memfs up --data-dir %s'", a.dataDir), werr); err != nil {
 		return err
 	}
 	fmt.Println("memfs up: stopped; nothing is left mounted.")
 	return nil
+}
+
+// tools are the demo session's tools options with --run-tools, else nil.
+func (a upArgs) tools(log *logrus.Logger) *worker.ToolsOptions {
+	if !a.runTools {
+		return nil
+	}
+	hideCredentials(log)
+	// The demo session waits for the person trying it: no idle end.
+	never := time.Duration(0)
+	return &worker.ToolsOptions{MaxIdle: &never, User: a.toolsAs, AllowRoot: a.toolsAsRoot}
+}
+
+// sessionEnded sets cfg.SessionEnded to report session id's end: the
+// returned channel receives its error (nil for a clean end) once.
+func sessionEnded(cfg *worker.Config, id string) <-chan error {
+	ended := make(chan error, 1)
+	cfg.SessionEnded = func(sid string, err error) {
+		if sid == id {
+			select {
+			case ended <- err:
+			default:
+			}
+		}
+	}
+	return ended
+}
+
+// serveInBackground runs the store service of c in this process and
+// returns its address once it listens, and stop, which stops it and waits
+// for it to end.
+func serveInBackground(c serveConfig, log *logrus.Logger) (addr string, stop func(), err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, c, log, func(a string) { ready <- a })
+	}()
+	select {
+	case addr = <-ready:
+	case err := <-served:
+		cancel()
+		return "", nil, err
+	}
+	return addr, func() { cancel(); <-served }, nil
+}
+
+// upDemoSession connects to up's own store service at apiURL with the
+// admin key, finds or makes the environment and the demo store (see
+// upSetup), and opens a session attaching the store for the default agent.
+func upDemoSession(ctx context.Context, apiURL, adminKey, dataDir string) (*client.Client, upState, *store.Session, error) {
+	// The service is this process's own listener: the keys never leave
+	// the host, whatever address it is bound to (--listen 0.0.0.0:8080,
+	// or one of the host's own addresses, which the plain-http rule of
+	// the client does not know for loopback).
+	admin, err := client.New(client.Options{BaseURL: apiURL, APIKey: adminKey, AllowInsecureHTTP: true})
+	if err != nil {
+		return nil, upState{}, nil, err
+	}
+	st, err := upSetup(ctx, admin, dataDir)
+	if err != nil {
+		return nil, st, nil, err
+	}
+	agentID, err := admin.EnsureDefaultAgent(ctx)
+	if err != nil {
+		return nil, st, nil, fmt.Errorf("find or make the default agent: %w", err)
+	}
+	sess, err := admin.CreateSession(ctx, client.CreateSessionInput{Agent: agentID, EnvironmentID: st.EnvironmentID,
+		Resources: []client.SessionResourceInput{{MemoryStoreID: st.StoreID}}})
+	if err != nil {
+		return nil, st, nil, fmt.Errorf("create the demo session: %w", err)
+	}
+	return admin, st, sess, nil
+}
+
+// upEndSession archives the demo session once the worker has stopped, and
+// then removes its tools' work directory; a failure is only logged.
+func upEndSession(admin *client.Client, sessionID string, tools *worker.ToolsOptions, log logrus.FieldLogger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.ArchiveSession(ctx, sessionID); err != nil {
+		log.WithError(err).Warn("could not archive the demo session")
+	} else if tools != nil {
+		tools.RemoveWorkdir(sessionID, log)
+	}
 }
 
 // upRunning prints the banner and waits for Ctrl-C (nil) or the worker's

@@ -61,7 +61,7 @@ func New(opts Options) (*Client, error) {
 		RetryWaitMax: opts.RetryWaitMax,
 		RetryMax:     opts.RetryMax,
 		CheckRetry:   checkRetry,
-		Backoff:      backoff,
+		Backoff:      retryWait,
 		ErrorHandler: giveUp,
 	}
 	if opts.Logger != nil {

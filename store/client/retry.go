@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/memfs/memfs/internal/backoff"
 	"github.com/memfs/memfs/store"
 	"github.com/sirupsen/logrus"
 )
@@ -38,23 +38,16 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	return s == http.StatusTooManyRequests || (s >= 500 && s != http.StatusNotImplemented), nil
 }
 
-// backoff returns the wait before retry number attempt+1: what the server
-// asked for (retry-after-ms, then retry-after), else a random duration
-// between lo and lo·2^attempt (full jitter); never more than hi.
-func backoff(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
+// retryWait returns the wait before retry number attempt+1: what the
+// server asked for (retry-after-ms, then retry-after), else a random
+// duration between lo and lo·2^attempt (full jitter); never more than hi.
+func retryWait(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if d, ok := retryAfter(resp.Header, time.Now()); ok {
 			return clamp(d, 0, hi)
 		}
 	}
-	ceiling := hi
-	if attempt < 30 && lo<<attempt > 0 && lo<<attempt < hi {
-		ceiling = lo << attempt
-	}
-	if ceiling <= lo {
-		return lo
-	}
-	return lo + rand.N(ceiling-lo+1)
+	return backoff.Policy{Min: lo, Max: hi, Jitter: backoff.Full}.Delay(attempt)
 }
 
 func clamp(d, lo, hi time.Duration) time.Duration {

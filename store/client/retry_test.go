@@ -266,8 +266,8 @@ func TestBackoff(t *testing.T) {
 	for attempt := range 8 {
 		ceiling := min(lo<<attempt, hi)
 		for range 50 {
-			if d := backoff(lo, hi, attempt, nil); d < lo || d > ceiling {
-				t.Fatalf("backoff(attempt %d) = %s, outside [%s, %s]", attempt, d, lo, ceiling)
+			if d := retryWait(lo, hi, attempt, nil); d < lo || d > ceiling {
+				t.Fatalf("retryWait(attempt %d) = %s, outside [%s, %s]", attempt, d, lo, ceiling)
 			}
 		}
 	}
@@ -289,7 +289,7 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 	resp := &http.Response{Header: http.Header{"Retry-After": {"60"}}}
-	if d := backoff(lo, hi, 0, resp); d != hi {
+	if d := retryWait(lo, hi, 0, resp); d != hi {
 		t.Errorf("retry-after 60 s gave %s, want the cap %s", d, hi)
 	}
 }

@@ -2,8 +2,11 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/store"
 )
@@ -58,6 +61,43 @@ func (s *Server) handleStream(pattern string, h streamFunc) {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// catchUp sends the events of session id after cursor, a batch at a
+// time, until none is left, and returns the new cursor; over says the
+// stream is over: the session ended, the client is gone, or the log could
+// not be read.
+func (s *Server) catchUp(ctx context.Context, id string, cursor int64, send func([]byte) bool, log logrus.FieldLogger) (_ int64, over bool) {
+	for {
+		t, err := s.b.EventsAfter(ctx, id, cursor, streamBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WithError(err).Warn("session event stream: reading the log failed; ending the stream (the client reconnects)")
+			}
+			return cursor, true
+		}
+		var frames bytes.Buffer
+		ended := false
+		for _, e := range t.Events {
+			frames.Write(eventFrame(e))
+			cursor = e.Seq
+			if e.Type == store.EventSessionStatusTerminated {
+				ended = true
+				break
+			}
+		}
+		if frames.Len() > 0 && !send(frames.Bytes()) {
+			return cursor, true
+		}
+		// A terminated session without its event in the log (archived
+		// before memfs kept event logs) ends the stream too.
+		if ended || (t.Terminated && cursor >= t.Head) {
+			return cursor, true
+		}
+		if len(t.Events) < streamBatch {
+			return cursor, false
+		}
+	}
 }
 
 // eventFrame is the SSE frame of one event.
@@ -132,35 +172,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p *princip
 		case <-woken:
 			release()
 			woken, release = s.b.SubscribeEvents(id)
-			for {
-				t, err := s.b.EventsAfter(ctx, id, cursor, streamBatch)
-				if err != nil {
-					if ctx.Err() == nil {
-						log.WithError(err).Warn("session event stream: reading the log failed; ending the stream (the client reconnects)")
-					}
-					return nil
-				}
-				var frames bytes.Buffer
-				ended := false
-				for _, e := range t.Events {
-					frames.Write(eventFrame(e))
-					cursor = e.Seq
-					if e.Type == store.EventSessionStatusTerminated {
-						ended = true
-						break
-					}
-				}
-				if frames.Len() > 0 && !send(frames.Bytes()) {
-					return nil
-				}
-				// A terminated session without its event in the log (archived
-				// before memfs kept event logs) ends the stream too.
-				if ended || (t.Terminated && cursor >= t.Head) {
-					return nil
-				}
-				if len(t.Events) < streamBatch {
-					break
-				}
+			var over bool
+			if cursor, over = s.catchUp(ctx, id, cursor, send, log); over {
+				return nil
 			}
 		case <-keepAlive.C:
 			if !send(pingFrame) {

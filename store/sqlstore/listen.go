@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/memfs/memfs/internal/backoff"
 	"github.com/sirupsen/logrus"
 )
 
@@ -23,6 +24,11 @@ type pgListener struct {
 	wg     sync.WaitGroup
 }
 
+// reconnectBackoff spaces the listener's attempts to reconnect: from
+// 100 ms, doubling, capped at 10 s, jittered so that the servers sharing a
+// database do not all reconnect at the same instant after it restarts.
+var reconnectBackoff = backoff.Policy{Min: 100 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.Equal}
+
 func startListener(ctx context.Context, dsn string, h waiters, log logrus.FieldLogger) (*pgListener, error) {
 	conn, err := listenConn(ctx, dsn)
 	if err != nil {
@@ -33,7 +39,6 @@ func startListener(ctx context.Context, dsn string, h waiters, log logrus.FieldL
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		backoff := 100 * time.Millisecond
 		for {
 			err := listenLoop(lctx, conn, h)
 			conn.Close(context.Background()) //nolint:errcheck
@@ -41,19 +46,17 @@ func startListener(ctx context.Context, dsn string, h waiters, log logrus.FieldL
 				return
 			}
 			log.WithError(err).Warn("postgres LISTEN connection lost; reconnecting")
-			for {
+			for attempt := 0; ; attempt++ {
 				select {
 				case <-lctx.Done():
 					return
-				case <-time.After(backoff):
+				case <-time.After(reconnectBackoff.Delay(attempt)):
 				}
 				conn, err = listenConn(lctx, dsn)
 				if err == nil {
-					backoff = 100 * time.Millisecond
 					h.notifyAll()
 					break
 				}
-				backoff = min(backoff*2, 10*time.Second)
 			}
 		}
 	}()

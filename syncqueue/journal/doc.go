@@ -6,12 +6,13 @@
 // Every local file has a stable FileID: the memory id ("mem_...") of a file
 // loaded from the store, or a local id ("local-...") of a file created on
 // this host. When a changed file is closed (or fsynced) the filesystem calls
-// [Journal.Put] with the file's whole new content; an unlink calls
-// [Journal.Delete]. The journal coalesces per FileID — only the latest state
-// of a file is pending — and remembers, with every state, the memory the
-// file derives from (Origin) and the content_sha256 that memory had when
-// the local copy last agreed with the store (BaseSHA): the precondition of
-// its upload.
+// [Journal.Append] with a [Change] holding the file's whole new content;
+// an unlink is a Change with Deleted set, and a rename that replaces a
+// file is a delete and a put in one Append. The journal coalesces per
+// FileID — only the latest state of a file is pending — and remembers,
+// with every state, the memory the file derives from (Origin) and the
+// content_sha256 that memory had when the local copy last agreed with the
+// store (BaseSHA): the precondition of its upload.
 //
 // The flusher takes [Journal.Pending], uploads each entry, and reports
 // success with [Journal.Confirm](fileID, lsn, memoryID, sha, path). If
@@ -30,7 +31,7 @@
 //
 // # Durability
 //
-// Put, Delete and Confirm return only after their record was handed to the
+// Append and Confirm return only after their record was handed to the
 // kernel with one write(2) on a file opened O_APPEND — no user-space
 // buffering — so a killed process loses nothing that returned. Records reach
 // stable storage (fdatasync) when [Journal.Sync] is called (an application's
@@ -51,8 +52,8 @@
 // the directory and goes on with the new file. It tries at once, then
 // every second from the owner goroutine, and at Sync and Close.
 //
-// Until a fresh file is written the journal is faulted: Append (Put,
-// Delete) and Sync return the *IOError, which wraps the real errno (so a
+// Until a fresh file is written the journal is faulted: Append and
+// Sync return the *IOError, which wraps the real errno (so a
 // close on the mount fails with EIO while the fault lasts, and the file
 // keeps its content to be journaled once it is over); confirmations and
 // rebases take effect in memory and are written by the recovery;

@@ -25,7 +25,7 @@ var (
 	// repeated confirmation gets it too; it changes nothing.
 	ErrNotPending = errors.New("no pending entry to confirm")
 
-	// ErrTooLarge is returned by Put for content over Options.MaxContentBytes.
+	// ErrTooLarge is returned by Append for content over Options.MaxContentBytes.
 	ErrTooLarge = errors.New("content too large for the journal")
 )
 
@@ -58,7 +58,7 @@ const DamagedPrefix = journalFileName + ".corrupt-"
 // IOError is an I/O error on the journal's files (EIO, EROFS, a failed
 // fdatasync, ...; a full disk only where it hit a fresh journal file
 // being written). While one is unrecovered the journal is faulted:
-// Append, Put, Delete and Sync return it (so the filesystem answers its
+// Append and Sync return it (so the filesystem answers its
 // errno), confirmations hold in memory. See "Faults" in the package doc.
 type IOError struct {
 	Op   string // what failed: "fdatasync", "write", "rename", ...

@@ -390,7 +390,7 @@ func (j *Journal) Base(fileID string) (Base, bool) {
 
 // Pending returns a snapshot of the pending entries in LSN order, for the
 // flusher: each is marked handed out (its upload may be in flight, which
-// a delete of a never-uploaded file must then not forget; see Delete).
+// a delete of a never-uploaded file must then not forget; see Change.Deleted).
 // Entry Content is shared with the journal and must not be modified.
 func (j *Journal) Pending() []Entry { return j.snapshot(true) }
 

@@ -31,7 +31,7 @@ type Options struct {
 	// Default 1 MiB.
 	CompactMinBytes int64
 
-	// MaxContentBytes bounds the content of one Put. The filesystem enforces
+	// MaxContentBytes bounds the content of one change. The filesystem enforces
 	// the store's 102,400-byte limit itself; this is a backstop against a
 	// runaway caller. Default 1 MiB, at most 32 MiB (the format allows
 	// records up to 64 MiB).

@@ -13,7 +13,12 @@ type Change struct {
 	Path string
 	// Content is the file's whole new content (ignored when Deleted).
 	Content []byte
-	// Deleted records that the file was removed.
+	// Deleted records that the file was removed. For a file that derives
+	// from a memory the pending state becomes a delete of it; for a file
+	// never uploaded the pending entry is dropped (a file created and
+	// removed between two flushes never reaches the store) — unless its
+	// upload was already in flight, in which case the Confirm that follows
+	// turns into a pending delete of the memory the upload created.
 	Deleted bool
 }
 
@@ -88,29 +93,6 @@ func (j *Journal) Append(changes ...Change) ([]uint64, error) {
 			return nil, errors.Join(err, cerr)
 		}
 	}
-}
-
-// Put records the whole new content of one file; see Append.
-func (j *Journal) Put(fileID, path string, content []byte) (uint64, error) {
-	lsns, err := j.Append(Change{FileID: fileID, Path: path, Content: content})
-	if err != nil {
-		return 0, err
-	}
-	return lsns[0], nil
-}
-
-// Delete records that a file was removed and returns the record's LSN. For
-// a file that derives from a memory the pending state becomes a delete of
-// it; for a file never uploaded the pending entry is dropped (a file created
-// and removed between two flushes never reaches the store) — unless its
-// upload was already in flight, in which case the Confirm that follows
-// turns into a pending delete of the memory the upload created.
-func (j *Journal) Delete(fileID, path string) (uint64, error) {
-	lsns, err := j.Append(Change{FileID: fileID, Path: path, Deleted: true})
-	if err != nil {
-		return 0, err
-	}
-	return lsns[0], nil
 }
 
 // Confirm records that the store holds fileID's state as of record lsn: as
