@@ -128,7 +128,7 @@ users, x-systemd.*) are ignored; any other is an error naming it. Called
 as mount.memfs (ln -s /usr/local/bin/memfs /sbin/mount.memfs), the
 binary is mount(8)'s helper for type memfs: it starts memfs mount in the
 background and returns once the store is mounted, for /etc/fstab and
-systemd .mount units (see the README; mount.memfs --help).
+systemd .mount units (see docs/operating.md; mount.memfs --help).
 
 Examples:
   memfs mount --api-url http://127.0.0.1:8080 --api-key-file /var/lib/memfs/admin.key --store memstore_... --mkdir /mnt/memory/notes

@@ -56,7 +56,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 5, "repetitions per measure (the median is reported)")
 	flag.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent clients for the store service measures")
 	flag.IntVar(&cfg.n, "n", 2000, "operations per repetition")
-	flag.IntVar(&cfg.prefill, "prefill", 0, "D1: memories already in the store when the creates start (issue 13)")
+	flag.IntVar(&cfg.prefill, "prefill", 0, "D1: memories already in the store when the creates start")
 	flag.Parse()
 	cfg.pgURL = os.Getenv("MEMFS_BENCH_POSTGRES_URL")
 	if cfg.pgURL == "" {
