@@ -36,7 +36,7 @@ func TestMountCoveredWatch(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, p := range []string{filepath.Join(dir, "sub"), dir, dir} {
-			unix.Unmount(p, unix.MNT_DETACH) //nolint:errcheck // a failed test's leftovers
+			unix.Unmount(p, unix.MNT_DETACH) // a failed test's leftovers
 		}
 	})
 	src := t.TempDir()

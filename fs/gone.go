@@ -103,7 +103,7 @@ func watchTable(look func() bool, ended <-chan struct{}) bool {
 		<-ended
 		return false
 	}
-	defer unix.Close(fd) //nolint:errcheck
+	defer unix.Close(fd)
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
 	for {
 		// Looked at after opening the file and after every wake-up, so a

@@ -34,7 +34,7 @@ func TestMountGone(t *testing.T) {
 			}
 			t.Cleanup(func() {
 				if mounted, _ := IsMounted(dir); mounted {
-					unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+					unix.Unmount(dir, unix.MNT_DETACH)
 				}
 			})
 			gone := m.Gone()

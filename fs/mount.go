@@ -187,7 +187,7 @@ func MountTree(dir string, t *Tree, opts MountOptions) (*Mount, error) {
 	}()
 	id, err := mountID(abs, t.opts.StoreID)
 	if err != nil {
-		unix.Unmount(abs, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW) //nolint:errcheck
+		unix.Unmount(abs, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 		return nil, fmt.Errorf("mount %s: %w", abs, err)
 	}
 	n := newNotifier(root.EmbeddedInode(), t.log)

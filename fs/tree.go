@@ -394,7 +394,7 @@ func (t *Tree) Freeze() {
 
 func newFileID() string {
 	var b [10]byte
-	rand.Read(b[:]) //nolint:errcheck
+	rand.Read(b[:])
 	return "local-" + hex.EncodeToString(b[:])
 }
 

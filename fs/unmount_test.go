@@ -57,7 +57,7 @@ func TestUnmountCovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck // a failed test's leftovers
+		unix.Unmount(dir, unix.MNT_DETACH) // a failed test's leftovers
 	})
 	if err := unix.Mount(src, filepath.Join(dir, "sub"), "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind mount into the mount: %v", err)
@@ -113,7 +113,7 @@ func TestUnmountOutside(t *testing.T) {
 		t.Fatalf("bind mount at the old mount point: %v", err)
 	}
 	t.Cleanup(func() {
-		unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+		unix.Unmount(dir, unix.MNT_DETACH)
 	})
 	res, err := unmountWithin(t, m, 10*time.Second)
 	if err != nil || !res.Outside || res.Lazy || len(res.Covers) > 0 {
@@ -154,8 +154,8 @@ func TestGoneByID(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck // a failed test's leftovers
-		unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+		unix.Unmount(dir, unix.MNT_DETACH) // a failed test's leftovers
+		unix.Unmount(dir, unix.MNT_DETACH)
 	})
 	held, err := os.Open(dir)
 	if err != nil {

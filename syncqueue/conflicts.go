@@ -87,7 +87,7 @@ func (l *ConflictLog) Add(c Conflict, content []byte) (Conflict, error) {
 		c.Time = time.Now().UTC()
 	}
 	var b [4]byte
-	rand.Read(b[:]) //nolint:errcheck
+	rand.Read(b[:])
 	c.ID = c.Time.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 	c.ID = strings.ReplaceAll(c.ID, ".", "")
 	c.Size = len(content)

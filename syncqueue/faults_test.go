@@ -264,7 +264,7 @@ func mgShortListing(p *mgProxy, w http.ResponseWriter, r *http.Request, kind str
 	}
 	page["next_page"] = nil
 	w.Header().Set("content-type", "application/json")
-	json.NewEncoder(w).Encode(page) //nolint:errcheck
+	json.NewEncoder(w).Encode(page)
 	return true
 }
 

@@ -344,7 +344,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 			return nil
 		})
 	}
-	g.Wait() //nolint:errcheck // the goroutines return nil
+	g.Wait() // the goroutines return nil
 	d := f.sendDeletes(ctx, deletes, to)
 	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
 	r.res.Failed += d.failed

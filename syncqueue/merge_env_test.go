@@ -120,7 +120,7 @@ func (p *mgProxy) forward(r *http.Request, body []byte) *httptest.ResponseRecord
 func mgCopy(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
 	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
-	w.Write(rec.Body.Bytes()) //nolint:errcheck
+	w.Write(rec.Body.Bytes())
 }
 
 // mgDrop closes the client's connection without an answer.
@@ -135,7 +135,7 @@ func mgWriteError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("content-type", "application/json")
 	w.Header().Set("x-should-retry", "false")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": "req_proxy"}) //nolint:errcheck
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": "req_proxy"})
 }
 
 // setFault applies f to every request that arrives from now on; it

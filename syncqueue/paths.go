@@ -150,6 +150,6 @@ func pathsCollide(a, b string) bool {
 
 func randomHex(n int) string {
 	b := make([]byte, n)
-	rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
 }

@@ -128,7 +128,7 @@ func (e *Engine) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-retry.C:
-			e.tree.RetryUnjournaled() //nolint:errcheck // status shows what is left
+			e.tree.RetryUnjournaled() // status shows what is left
 		case <-tick.C:
 			e.f.pass(ctx, passOptions{deletes: true, trigger: TriggerInterval})
 		case <-closes:

@@ -58,7 +58,7 @@ func TestServeSlowBodyTimesOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(60 * time.Second)) //nolint:errcheck // a bound for a hung serve only
+		c.SetDeadline(time.Now().Add(60 * time.Second)) // a bound for a hung serve only
 		return c, bufio.NewReader(c)
 	}
 	c, br := dial()

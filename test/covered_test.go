@@ -34,7 +34,7 @@ func cvBind(t *testing.T, src, dir string) (umount func()) {
 	bound := true
 	t.Cleanup(func() {
 		if bound {
-			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck // a failed test's bind mount
+			unix.Unmount(dir, unix.MNT_DETACH) // a failed test's bind mount
 		}
 	})
 	return func() {

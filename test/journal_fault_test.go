@@ -187,7 +187,7 @@ func jfInjectFdatasyncEIO(t *testing.T, straceBin string, pid int) (stop func())
 			}
 			rest.WriteString(sc.Text() + "\n")
 		}
-		io.Copy(io.Discard, stderr) //nolint:errcheck
+		io.Copy(io.Discard, stderr)
 	}()
 	done := false
 	stop = func() {
@@ -195,9 +195,9 @@ func jfInjectFdatasyncEIO(t *testing.T, straceBin string, pid int) (stop func())
 			return
 		}
 		done = true
-		cmd.Process.Signal(os.Interrupt) //nolint:errcheck
-		<-readDone                       // EOF: strace has detached and exited
-		cmd.Wait()                       //nolint:errcheck // ended by the signal
+		cmd.Process.Signal(os.Interrupt)
+		<-readDone // EOF: strace has detached and exited
+		cmd.Wait() // ended by the signal
 	}
 	t.Cleanup(stop)
 	select {

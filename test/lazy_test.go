@@ -64,7 +64,7 @@ func (g *lzGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "application/json")
 		w.Header().Set("x-should-retry", "false")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": "the gate is down"}}) //nolint:errcheck
+		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": "the gate is down"}})
 		return
 	}
 	if held {

@@ -78,10 +78,10 @@ func TestMountThroughSymlink(t *testing.T) {
 	pid := 0
 	t.Cleanup(func() {
 		if harness.IsMounted(dir) {
-			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+			unix.Unmount(dir, unix.MNT_DETACH)
 		}
 		if pid > 0 && mhRunning(pid) {
-			syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // by its pid: the memfs mount this test started
+			syscall.Kill(pid, syscall.SIGKILL) // by its pid: the memfs mount this test started
 		}
 	})
 	keyFile := writeKeyFile(t, e.serve.AdminKey, 0o600)

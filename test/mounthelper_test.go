@@ -82,10 +82,10 @@ func TestMountHelper(t *testing.T) {
 	pid := 0
 	t.Cleanup(func() {
 		if harness.IsMounted(dir) {
-			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+			unix.Unmount(dir, unix.MNT_DETACH)
 		}
 		if pid > 0 && mhRunning(pid) {
-			syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // by its pid: the memfs mount this test started
+			syscall.Kill(pid, syscall.SIGKILL) // by its pid: the memfs mount this test started
 		}
 	})
 	opts := "api_url=" + e.serve.URL + ",api_key_file=" + keyFile + ",state_dir=" + e.stateDir +

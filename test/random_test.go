@@ -297,7 +297,7 @@ func newRnd(t *testing.T, srv *harness.Serve, seed uint64) *rnd {
 	}
 	t.Cleanup(func() {
 		for fd := range r.fds {
-			syscall.Close(fd) //nolint:errcheck // a check failed with fd open
+			syscall.Close(fd) // a check failed with fd open
 		}
 		// A failed sequence still unmounts (without deletes).
 		if r.mnt != nil && !r.closed {
@@ -381,7 +381,7 @@ func (r *rnd) logJournal() {
 		r.t.Logf("open the journal: %v", err)
 		return
 	}
-	defer j.Close(context.Background()) //nolint:errcheck
+	defer j.Close(context.Background())
 	for _, p := range j.Pending() {
 		r.t.Logf("pending in the journal: file %s origin %q path %s deleted=%v lsn %d, %d bytes",
 			p.FileID, p.Origin, p.Path, p.Deleted, p.LSN, len(p.Content))

@@ -587,9 +587,9 @@ func startBare(t *testing.T, dir string, args ...string) *bareServe {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { cmd.Wait(); close(b.done) }() //nolint:errcheck
+	go func() { cmd.Wait(); close(b.done) }()
 	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck
+		cmd.Process.Kill()
 		<-b.done
 	})
 	const prefix = "memfs serve: listening on http://"
@@ -615,7 +615,7 @@ func startBare(t *testing.T, dir string, args ...string) *bareServe {
 // stop sends SIGTERM and expects exit 0.
 func (b *bareServe) stop(t *testing.T) {
 	t.Helper()
-	b.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	b.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-b.done:
 	case <-time.After(30 * time.Second):

@@ -186,8 +186,8 @@ func sgHoldBusy(t *testing.T, dir string) {
 		t.Fatalf("start a process in %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck
-		cmd.Wait()         //nolint:errcheck
+		cmd.Process.Kill()
+		cmd.Wait()
 	})
 }
 
@@ -221,6 +221,6 @@ func sgCheckDetached(t *testing.T, dir string) {
 	}
 	if harness.IsMounted(dir) {
 		t.Errorf("%s is still in /proc/self/mountinfo after the process exited; detaching it", dir)
-		syscall.Unmount(dir, syscall.MNT_DETACH) //nolint:errcheck
+		syscall.Unmount(dir, syscall.MNT_DETACH)
 	}
 }

@@ -183,7 +183,7 @@ func TestStatusLiveMount(t *testing.T) {
 	}
 	// What is left is the business of other tests.
 	m.Kill()
-	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+	unix.Unmount(m.Dir, unix.MNT_DETACH)
 }
 
 func stReasons(ms worker.MountStatus) map[string]string {
@@ -231,8 +231,8 @@ func TestStatusReadsOnly(t *testing.T) {
 	a.Kill()
 	b.Kill()
 	t.Cleanup(func() {
-		unix.Unmount(a.Dir, unix.MNT_DETACH) //nolint:errcheck
-		unix.Unmount(b.Dir, unix.MNT_DETACH) //nolint:errcheck
+		unix.Unmount(a.Dir, unix.MNT_DETACH)
+		unix.Unmount(b.Dir, unix.MNT_DETACH)
 	})
 	jpath := filepath.Join(syncqueue.JournalDir(e.stateDir, other.ID), "journal")
 	j, err := os.ReadFile(jpath)
@@ -374,7 +374,7 @@ func TestMountLogLines(t *testing.T) {
 		}
 	}
 	m.Kill()
-	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+	unix.Unmount(m.Dir, unix.MNT_DETACH)
 }
 
 // stLoadFiles is a store of 45 memories (three pages at the root and a
@@ -449,7 +449,7 @@ func stRunOnPTY(t *testing.T, e *mtEnv, env ...string) string {
 	tty.Close()
 	t.Cleanup(func() {
 		if harness.IsMounted(e.dir) {
-			unix.Unmount(e.dir, unix.MNT_DETACH) //nolint:errcheck
+			unix.Unmount(e.dir, unix.MNT_DETACH)
 		}
 	})
 	var buf harness.LockedBuffer
@@ -459,7 +459,7 @@ func stRunOnPTY(t *testing.T, e *mtEnv, env ...string) string {
 		b := make([]byte, 4096)
 		for {
 			n, err := ptmx.Read(b)
-			buf.Write(b[:n]) //nolint:errcheck
+			buf.Write(b[:n])
 			if err != nil {
 				return // EIO once the process closed the terminal
 			}
@@ -468,7 +468,7 @@ func stRunOnPTY(t *testing.T, e *mtEnv, env ...string) string {
 	mtPoll(t, "memfs mount to mount on the terminal", func() (bool, string) {
 		return strings.Contains(buf.String(), "mounted at"), buf.String()
 	})
-	cmd.Process.Signal(syscall.SIGINT) //nolint:errcheck
+	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -477,7 +477,7 @@ func stRunOnPTY(t *testing.T, e *mtEnv, env ...string) string {
 			t.Errorf("memfs mount on a terminal: %v\n%s", err, buf.String())
 		}
 	case <-time.After(mtExitTimeout):
-		cmd.Process.Kill() //nolint:errcheck
+		cmd.Process.Kill()
 		<-done
 		t.Fatalf("memfs mount did not stop on Ctrl-C:\n%s", buf.String())
 	}
@@ -543,7 +543,7 @@ func TestMountRefusedByTheStore(t *testing.T) {
 		t.Errorf("memfs status calls the store unreachable:\n%s", text)
 	}
 	m.Kill()
-	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+	unix.Unmount(m.Dir, unix.MNT_DETACH)
 }
 
 // Every figure of memfs status's text equals the JSON's,
@@ -649,7 +649,7 @@ func TestStatusViewsAgree(t *testing.T) {
 		}
 	}
 	m.Kill()
-	unix.Unmount(m.Dir, unix.MNT_DETACH) //nolint:errcheck
+	unix.Unmount(m.Dir, unix.MNT_DETACH)
 }
 
 // stHumanBytes is how memfs status writes a size.

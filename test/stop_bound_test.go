@@ -130,8 +130,8 @@ func TestWorkerStopMountCopiedElsewhere(t *testing.T) {
 		t.Fatalf("unshare: %v", err)
 	}
 	t.Cleanup(func() {
-		holder.Process.Kill() //nolint:errcheck
-		holder.Wait()         //nolint:errcheck
+		holder.Process.Kill()
+		holder.Wait()
 	})
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("unshare -m printed %q, %v", line, err)

@@ -181,7 +181,7 @@ func stCheckJournal(t *testing.T, stateDir, storeID string, want map[string]stri
 	if err != nil {
 		t.Fatalf("open the journal left behind: %v", err)
 	}
-	defer j.Close(context.Background()) //nolint:errcheck
+	defer j.Close(context.Background())
 	got := map[string]string{}
 	for _, p := range j.Pending() {
 		got[p.Path] = string(p.Content)

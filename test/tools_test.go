@@ -338,7 +338,7 @@ func TestToolsBadFlags(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	credFile := filepath.Join(dir, "cred.env")
-	os.WriteFile(credFile, []byte("OK=1\nMEMFS_ENVIRONMENT_KEY=x\n"), 0o600) //nolint:errcheck
+	os.WriteFile(credFile, []byte("OK=1\nMEMFS_ENVIRONMENT_KEY=x\n"), 0o600)
 	base := []string{"--api-url", "http://127.0.0.1:1", "--environment-id", "env_x", "--state-dir", dir, "--memory-root", filepath.Join(dir, "mnt")}
 	for _, c := range []struct {
 		args []string

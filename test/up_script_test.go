@@ -93,7 +93,7 @@ func TestUpScriptExitStatus(t *testing.T) {
 			go func() { err := cmd.Wait(); pw.Close(); exited <- err }()
 			output := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
 			t.Cleanup(func() {
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) //nolint:errcheck // its own group: the script, then memfs up
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // its own group: the script, then memfs up
 			})
 			var dir string
 			select {

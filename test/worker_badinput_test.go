@@ -336,7 +336,7 @@ func TestWorkerBadMemoryRoot(t *testing.T) {
 		if err := unix.Mount(ro, ro, "", unix.MS_BIND, ""); err != nil {
 			t.Skipf("bind mount: %v", err)
 		}
-		t.Cleanup(func() { unix.Unmount(ro, unix.MNT_DETACH) }) //nolint:errcheck
+		t.Cleanup(func() { unix.Unmount(ro, unix.MNT_DETACH) })
 		if err := unix.Mount("", ro, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
 			t.Fatalf("remount read-only: %v", err)
 		}

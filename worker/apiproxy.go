@@ -56,12 +56,12 @@ func startAPIProxy(target, sessionID, token string, uid, gid uint32, transport h
 	}
 	p := &apiProxy{dir: dir, sock: filepath.Join(dir, "api.sock"), done: make(chan struct{}), allow: sessionRoutes(sessionID)}
 	if p.ln, err = net.Listen("unix", p.sock); err != nil {
-		os.RemoveAll(dir) //nolint:errcheck
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("the tools' API socket: %w", err)
 	}
 	if err := errors.Join(os.Chown(p.sock, int(uid), int(gid)), os.Chmod(p.sock, 0o600)); err != nil {
-		p.ln.Close()      //nolint:errcheck
-		os.RemoveAll(dir) //nolint:errcheck
+		p.ln.Close()
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("the tools' API socket: %w", err)
 	}
 	rp := &httputil.ReverseProxy{
@@ -96,7 +96,7 @@ func startAPIProxy(target, sessionID, token string, uid, gid uint32, transport h
 	}
 	go func() {
 		defer close(p.done)
-		p.srv.Serve(p.ln) //nolint:errcheck // ends with Close
+		p.srv.Serve(p.ln) // ends with Close
 	}()
 	return p, nil
 }
@@ -117,10 +117,10 @@ func (p *apiProxy) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	p.srv.Shutdown(ctx) //nolint:errcheck // then closed
-	p.srv.Close()       //nolint:errcheck
+	p.srv.Shutdown(ctx) // then closed
+	p.srv.Close()
 	<-p.done
-	os.RemoveAll(p.dir) //nolint:errcheck
+	os.RemoveAll(p.dir)
 }
 
 // sessionRoutes is the proxy's allow-list for one session.

@@ -75,7 +75,7 @@ func openDirAt(dirfd int, dir, name string) (int, error) {
 		if err = unix.Fstat(fd, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			return fd, nil
 		}
-		unix.Close(fd) //nolint:errcheck
+		unix.Close(fd)
 		if err == nil {
 			err = unix.ENOTDIR
 		}
@@ -131,7 +131,7 @@ func walkAt(dirfd int, dir, rel string) (int, error) {
 			continue
 		}
 		next, err := openDirAt(dirfd, dir, name)
-		unix.Close(dirfd) //nolint:errcheck
+		unix.Close(dirfd)
 		if err != nil {
 			return -1, err
 		}

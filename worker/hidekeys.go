@@ -40,7 +40,7 @@ func HideCredentials() ([]string, error) {
 		k, _, _ := strings.Cut(kv, "=")
 		if IsCredentialName(k) {
 			names = append(names, k)
-			os.Unsetenv(k) //nolint:errcheck // never fails on Linux
+			os.Unsetenv(k) // never fails on Linux
 		}
 	}
 	werr := wipeEnvironBlock(IsCredentialName)

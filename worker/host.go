@@ -44,7 +44,7 @@ type host struct {
 // resolved when the first session creates it.
 func newHost(cfg Config) *host {
 	h := &host{cfg: cfg, log: cfg.Log, mounted: map[string]string{}, root: memoryRoot{Given: cfg.MemoryRoot}}
-	h.root.resolve() //nolint:errcheck // a missing root is created and resolved by the first session
+	h.root.resolve() // a missing root is created and resolved by the first session
 	return h
 }
 

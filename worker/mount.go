@@ -102,7 +102,7 @@ func mountStore(ctx context.Context, opts MountOptions, sm StoreMetrics) (*Mount
 	}
 	if m.dir != nil {
 		if err := m.dir.verify(opts.Engine.StoreID); err != nil {
-			eng.Close(ctx) //nolint:errcheck
+			eng.Close(ctx)
 			m.removeDir()
 			return nil, err
 		}
@@ -122,7 +122,7 @@ func mountStore(ctx context.Context, opts MountOptions, sm StoreMetrics) (*Mount
 	}
 	m.mount, err = fs.MountTree(opts.Mountpoint, eng.Tree(), fsOpts)
 	if err != nil {
-		eng.Close(ctx) //nolint:errcheck
+		eng.Close(ctx)
 		m.removeDir()
 		return nil, err
 	}
@@ -131,8 +131,8 @@ func mountStore(ctx context.Context, opts MountOptions, sm StoreMetrics) (*Mount
 		// landed at the canonical path and not through a symlink swapped
 		// in since verify.
 		if mounted, err := fs.IsMounted(opts.Mountpoint); !mounted {
-			m.mount.Unmount(ctx) //nolint:errcheck
-			eng.Close(ctx)       //nolint:errcheck
+			m.mount.Unmount(ctx)
+			eng.Close(ctx)
 			m.removeDir()
 			if err != nil {
 				return nil, fmt.Errorf("check the mount at %s: %w", opts.Mountpoint, err)

@@ -38,7 +38,7 @@ func createMountDir(t mountTarget, storeID string) (*mountDir, error) {
 	}
 	name := filepath.Base(t.Rel)
 	if err := unix.Mkdirat(parent, name, 0o700); err != nil {
-		defer unix.Close(parent) //nolint:errcheck
+		defer unix.Close(parent)
 		var st unix.Stat_t
 		if errors.Is(err, unix.EEXIST) && unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			return nil, t.existsError(parent, st)
@@ -48,7 +48,7 @@ func createMountDir(t mountTarget, storeID string) (*mountDir, error) {
 	d := &mountDir{t: t, parent: parent}
 	var st unix.Stat_t
 	if err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		d.remove() //nolint:errcheck
+		d.remove()
 		return nil, fmt.Errorf("create the mount directory %s: %w", t, err)
 	}
 	d.dev, d.ino = st.Dev, st.Ino
@@ -56,7 +56,7 @@ func createMountDir(t mountTarget, storeID string) (*mountDir, error) {
 		testHookMountDirCreated(t)
 	}
 	if err := d.verify(storeID); err != nil {
-		d.remove() //nolint:errcheck
+		d.remove()
 		return nil, err
 	}
 	return d, nil
@@ -70,7 +70,7 @@ func (d *mountDir) verify(storeID string) error {
 	if err != nil {
 		return d.t.walkError(storeID, err)
 	}
-	defer unix.Close(fd) //nolint:errcheck
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("memory store path %s: %w", d.t, err)
@@ -87,7 +87,7 @@ func (d *mountDir) remove() error {
 	if d.parent < 0 {
 		return nil
 	}
-	defer func() { unix.Close(d.parent); d.parent = -1 }() //nolint:errcheck
+	defer func() { unix.Close(d.parent); d.parent = -1 }()
 	name := filepath.Base(d.t.Rel)
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -114,7 +114,7 @@ func detachStale(p string) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(parent) //nolint:errcheck
+	defer unix.Close(parent)
 	return unix.Unmount(fdPath(parent, filepath.Base(p)), unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 }
 
@@ -126,7 +126,7 @@ func removeLeftDir(p string) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(parent) //nolint:errcheck
+	defer unix.Close(parent)
 	if err := unix.Unlinkat(parent, filepath.Base(p), unix.AT_REMOVEDIR); err != nil {
 		return &os.PathError{Op: "rmdir", Path: p, Err: err}
 	}

@@ -179,7 +179,7 @@ func checkMountPath(root memoryRoot, r store.SessionResource) (mountTarget, erro
 	if err != nil {
 		return mountTarget{}, t.walkError(r.MemoryStoreID, err)
 	}
-	defer unix.Close(parent) //nolint:errcheck
+	defer unix.Close(parent)
 	if err := t.checkFree(parent); err != nil {
 		return mountTarget{}, err
 	}

@@ -27,7 +27,7 @@ func walkModes(t *testing.T, f func(t *testing.T)) {
 					t.Skip("this kernel has no openat2")
 				}
 				if err == nil {
-					unix.Close(fd) //nolint:errcheck
+					unix.Close(fd)
 				}
 			}
 			noOpenat2.Store(mode.fallback)
@@ -419,7 +419,7 @@ func TestMountDirVerify(t *testing.T) {
 			if err := d.verify("memstore_1"); err == nil || !strings.Contains(err.Error(), p+" is a symbolic link to "+filepath.Join(f.outside, "notes")) {
 				t.Fatalf("verify = %v; want the symlink named", err)
 			}
-			d.remove() //nolint:errcheck
+			d.remove()
 			if dest, err := os.Readlink(p); err != nil || dest != filepath.Join(f.outside, "notes") {
 				t.Errorf("the symlink was not left: %q, %v", dest, err)
 			}

@@ -161,7 +161,7 @@ func TestAPIProxy(t *testing.T) {
 	var seen []string
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, r.Method+" "+r.URL.Path+" auth="+r.Header.Get("Authorization")+" x-api-key="+r.Header.Get("X-Api-Key")+" beta="+r.Header.Get("Anthropic-Beta"))
-		io.WriteString(w, `{"ok":true}`) //nolint:errcheck
+		io.WriteString(w, `{"ok":true}`)
 	}))
 	defer upstream.Close()
 	log, _ := test.NewNullLogger()

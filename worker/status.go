@@ -114,7 +114,7 @@ func StartStatusServer(stateDir string, log logrus.FieldLogger) (*StatusServer, 
 	}
 	removeStaleSockets(dir)
 	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
-	os.Remove(path) //nolint:errcheck // a pid reused after a crash
+	os.Remove(path) // a pid reused after a crash
 	ln, err := listenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("status socket %s: %w", path, err)
@@ -124,7 +124,7 @@ func StartStatusServer(stateDir string, log logrus.FieldLogger) (*StatusServer, 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "application/json")
-		json.NewEncoder(w).Encode(s.Status()) //nolint:errcheck
+		json.NewEncoder(w).Encode(s.Status())
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -177,7 +177,7 @@ func removeStaleSockets(dir string) {
 	for _, n := range names {
 		pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(n), ".sock"))
 		if err == nil && pid != os.Getpid() && !processAlive(pid) {
-			os.Remove(n) //nolint:errcheck
+			os.Remove(n)
 		}
 	}
 }

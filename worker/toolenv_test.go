@@ -61,12 +61,12 @@ func TestParseToolEnv(t *testing.T) {
 func TestReadToolEnvFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "tool.env")
-	os.WriteFile(p, []byte("# for the agent\n\nGIT_AUTHOR_NAME=The Agent\r\n  # indented comment\nQUOTED=\"kept\"\n"), 0o600) //nolint:errcheck
+	os.WriteFile(p, []byte("# for the agent\n\nGIT_AUTHOR_NAME=The Agent\r\n  # indented comment\nQUOTED=\"kept\"\n"), 0o600)
 	got, err := ReadToolEnvFile(p)
 	if want := map[string]string{"GIT_AUTHOR_NAME": "The Agent", "QUOTED": `"kept"`}; err != nil || !maps.Equal(got, want) {
 		t.Errorf("ReadToolEnvFile = %v, %v; want %v", got, err, want)
 	}
-	os.WriteFile(p, []byte("A=1\nMEMFS_REPLAY_API_KEY=x\n"), 0o600) //nolint:errcheck
+	os.WriteFile(p, []byte("A=1\nMEMFS_REPLAY_API_KEY=x\n"), 0o600)
 	if _, err := ReadToolEnvFile(p); err == nil || !strings.Contains(err.Error(), p+":2:") {
 		t.Errorf("a credential on line 2: %v, want an error naming %s:2", err, p)
 	}

@@ -273,8 +273,8 @@ func startSandbox(argv []string, cfg runnerConfig, proxy *apiProxy, log logrus.F
 		return nil, fmt.Errorf("start the agent's sandbox: %w", err)
 	}
 	if _, err := t.stdin.Write(append(line, '\n')); err != nil {
-		cmd.Process.Kill() //nolint:errcheck
-		cmd.Wait()         //nolint:errcheck
+		cmd.Process.Kill()
+		cmd.Wait()
 		return nil, fmt.Errorf("start the agent's sandbox: %w", err)
 	}
 	var end runnerEnd
@@ -383,7 +383,7 @@ func eachLine(r io.Reader, fn func(line []byte)) error {
 	for {
 		line, err := readLine(br, maxRelayLine)
 		if err != nil {
-			io.Copy(io.Discard, br) //nolint:errcheck
+			io.Copy(io.Discard, br)
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -408,7 +408,7 @@ func (t *toolRun) stop(ctx context.Context) bool {
 	if t == nil {
 		return true
 	}
-	t.askOnce.Do(func() { t.stdin.Close() }) //nolint:errcheck
+	t.askOnce.Do(func() { t.stdin.Close() })
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
 	for {
@@ -418,9 +418,9 @@ func (t *toolRun) stop(ctx context.Context) bool {
 		case <-grace.C:
 			// bwrap's death ends the sandbox's PID namespace: every process
 			// in it is killed.
-			t.cmd.Process.Kill() //nolint:errcheck
+			t.cmd.Process.Kill()
 		case <-ctx.Done():
-			t.cmd.Process.Kill() //nolint:errcheck
+			t.cmd.Process.Kill()
 			return false
 		}
 	}

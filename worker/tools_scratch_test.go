@@ -80,7 +80,7 @@ func TestWriteToolSavesNeverUploadTemporaryFiles(t *testing.T) {
 	closed := false
 	defer func() {
 		if !closed {
-			m.Close(context.Background(), false) //nolint:errcheck
+			m.Close(context.Background(), false)
 		}
 	}()
 

@@ -98,12 +98,12 @@ func RunToolsRunner(in io.Reader, out io.Writer) int {
 	// with it.
 	os.Clearenv()
 	for k, v := range cfg.Env {
-		os.Setenv(k, v) //nolint:errcheck // names were checked by the worker
+		os.Setenv(k, v) // names were checked by the worker
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		io.Copy(io.Discard, br) //nolint:errcheck // EOF or an error: stop either way
+		io.Copy(io.Discard, br) // EOF or an error: stop either way
 		cancel()
 	}()
 	res := runSessionTools(ctx, cfg, log)
@@ -186,7 +186,7 @@ func runSessionTools(ctx context.Context, cfg runnerConfig, log logrus.FieldLogg
 			Info("dispatched tool")
 	}
 	err := runner.Err()
-	runner.Close() //nolint:errcheck // documented to return nil
+	runner.Close() // documented to return nil
 	switch {
 	case errors.Is(err, anthropic.ErrSessionTerminated):
 		log.Info("the session terminated: its tool runner stopped")

@@ -127,7 +127,7 @@ func (c *Config) Validate() error {
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
 		var b [8]byte
-		crand.Read(b[:]) //nolint:errcheck
+		crand.Read(b[:])
 		c.WorkerID = host + "-" + hex.EncodeToString(b[:])
 	}
 	if c.Log == nil {
@@ -261,7 +261,7 @@ func (w *Worker) poll(ctx context.Context, wg *sync.WaitGroup, end func(error)) 
 		w.cfg.Metrics.Claimed()
 		if _, err := w.env.AckWork(ctx, w.cfg.EnvironmentID, item.ID); err != nil {
 			log.WithError(err).Warn("acknowledging the work item failed; stopping it")
-			w.env.StopWork(context.Background(), w.cfg.EnvironmentID, item.ID, true) //nolint:errcheck
+			w.env.StopWork(context.Background(), w.cfg.EnvironmentID, item.ID, true)
 			if r := refused(fmt.Sprintf("acknowledging work item %s of environment %s with the environment key", item.ID, w.cfg.EnvironmentID), err); r != nil {
 				return r
 			}

@@ -236,7 +236,7 @@ func runMount(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer me.Close() //nolint:errcheck
+	defer me.Close()
 	mm, err := me.workerMetrics(false)
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ func runMount(args []string) error {
 		return err
 	}
 	status := startStatus(sf.stateDir, log)
-	defer status.Close() //nolint:errcheck
+	defer status.Close()
 	m, err := worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
 			StoreID: a.storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: a.readOnly,

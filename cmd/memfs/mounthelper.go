@@ -247,7 +247,7 @@ func startMountChild(h helperArgs, childArgs []string, stateDir string) (int, st
 	// Stops the child that has not mounted yet: it would otherwise mount
 	// with no one waiting for it.
 	stopChild := func() {
-		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have just exited
+		cmd.Process.Signal(syscall.SIGTERM) // it may have just exited
 		select {
 		case <-exited:
 		case <-time.After(mountHelperStopWait):

@@ -232,7 +232,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	defer me.Close() //nolint:errcheck
+	defer me.Close()
 	c.metrics = me.registerer()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

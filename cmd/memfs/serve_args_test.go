@@ -43,7 +43,7 @@ func runMemfsIn(t *testing.T, dir string, args ...string) result {
 func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var got []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error { //nolint:errcheck
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if p != dir {
 			rel, _ := filepath.Rel(dir, p)
 			got = append(got, rel)

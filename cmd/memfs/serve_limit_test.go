@@ -76,13 +76,13 @@ func TestServeMaxMemoriesAccepted(t *testing.T) {
 		}
 	}
 	if !listening {
-		cmd.Wait() //nolint:errcheck
+		cmd.Wait()
 		t.Fatalf("memfs serve --max-memories-per-store 100000 did not start:\n%s", errb.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	go io.Copy(io.Discard, out) //nolint:errcheck
+	go io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("memfs serve after SIGTERM: %v\n%s", err, errb.String())
 	}

@@ -171,7 +171,7 @@ func runUp(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer me.Close() //nolint:errcheck
+	defer me.Close()
 	wm, err := me.workerMetrics(true)
 	if err != nil {
 		return err
@@ -216,7 +216,7 @@ func runDemo(ctx context.Context, aborted <-chan struct{}, a upArgs, apiURL, adm
 		return err
 	}
 	status := startStatus(stateDir, log)
-	defer status.Close() //nolint:errcheck
+	defer status.Close()
 	tools := a.tools(log)
 	cfg := worker.Config{APIURL: apiURL, AllowInsecureHTTP: true, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
 		MemoryRoot: a.memoryRoot, StateDir: stateDir, Interval: a.interval, Quiet: a.quiet, Log: log, Status: status,
@@ -239,7 +239,7 @@ func runDemo(ctx context.Context, aborted <-chan struct{}, a upArgs, apiURL, adm
 		fmt.Println("\nmemfs up: stopping before the demo store was mounted (Ctrl-C again to stop waiting) ...")
 	case err != nil:
 		stopWorker()
-		waitWorker(w, workerDone, aborted) //nolint:errcheck // err says why
+		waitWorker(w, workerDone, aborted) // err says why
 		return err
 	default:
 		if err := upRunning(ctx, apiURL, a.dataDir, st, sess.ID, mountPath, stateDir, a.runTools, workerDone); err != nil {

@@ -52,7 +52,7 @@ func (f *workerFlags) metrics(cmd string, cfg *worker.Config) (*metricsEndpoint,
 	}
 	wm, err := me.workerMetrics(true)
 	if err != nil {
-		me.Close() //nolint:errcheck
+		me.Close()
 		return nil, err
 	}
 	if wm != nil {
@@ -171,12 +171,12 @@ Flags:
 	if err != nil {
 		return err
 	}
-	defer me.Close() //nolint:errcheck
+	defer me.Close()
 	if err := prepareStateDir(cfg.StateDir, log); err != nil {
 		return err
 	}
 	cfg.Status = startStatus(cfg.StateDir, log)
-	defer cfg.Status.Close() //nolint:errcheck
+	defer cfg.Status.Close()
 	w, err := worker.New(cfg)
 	if err != nil {
 		return clientUsage(err)
@@ -250,12 +250,12 @@ Flags:
 	if err != nil {
 		return err
 	}
-	defer me.Close() //nolint:errcheck
+	defer me.Close()
 	if err := prepareStateDir(cfg.StateDir, log); err != nil {
 		return err
 	}
 	cfg.Status = startStatus(cfg.StateDir, log)
-	defer cfg.Status.Close() //nolint:errcheck
+	defer cfg.Status.Close()
 	s, err := worker.NewSession(cfg)
 	if err != nil {
 		return clientUsage(err)

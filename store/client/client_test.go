@@ -41,12 +41,12 @@ func writeErr(w http.ResponseWriter, status int, typ, msg string, extra map[stri
 	w.Header().Set("request-id", "req_header")
 	w.Header().Set("content-type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": e, "request_id": "req_body"}) //nolint:errcheck
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": e, "request_id": "req_body"})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("content-type", "application/json")
-	json.NewEncoder(w).Encode(v) //nolint:errcheck
+	json.NewEncoder(w).Encode(v)
 }
 
 var testStore = store.Store{ID: "memstore_1", Type: store.TypeMemoryStore, Name: "notes", Metadata: map[string]string{}}

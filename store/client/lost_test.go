@@ -36,7 +36,7 @@ func (f *fakeMemories) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost {
 		f.attempts++
-		json.NewDecoder(r.Body).Decode(&in) //nolint:errcheck
+		json.NewDecoder(r.Body).Decode(&in)
 	}
 	var m *store.Memory
 	switch {

@@ -40,10 +40,10 @@ func newRecorder(t *testing.T) *recorder {
 			w.WriteHeader(http.StatusOK)
 		case strings.HasSuffix(r.URL.Path, "/work/poll"):
 			w.Header().Set("content-type", "application/json")
-			w.Write([]byte("null")) //nolint:errcheck
+			w.Write([]byte("null"))
 		default:
 			w.Header().Set("content-type", "application/json")
-			json.NewEncoder(w).Encode(map[string]any{"data": []any{}, "has_more": false, "next_page": nil}) //nolint:errcheck
+			json.NewEncoder(w).Encode(map[string]any{"data": []any{}, "has_more": false, "next_page": nil})
 		}
 	}))
 	t.Cleanup(rec.ts.Close)

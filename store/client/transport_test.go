@@ -92,7 +92,7 @@ func TestNewRefusesPlainHTTP(t *testing.T) {
 func TestCAFile(t *testing.T) {
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "application/json")
-		w.Write([]byte(`{"id":"memstore_1","type":"memory_store","name":"n"}`)) //nolint:errcheck
+		w.Write([]byte(`{"id":"memstore_1","type":"memory_store","name":"n"}`))
 	}))
 	defer ts.Close()
 	dir := t.TempDir()

@@ -50,7 +50,7 @@ func HashKey(key string) []byte {
 // NewKey returns a fresh random key (256 bits) with a readable prefix.
 func NewKey(prefix string) string {
 	var b [32]byte
-	rand.Read(b[:]) //nolint:errcheck
+	rand.Read(b[:])
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 

@@ -102,10 +102,10 @@ func (g *ConnGuard) admit(c net.Conn) *guardedConn {
 	g.mu.Unlock()
 
 	for _, v := range victims {
-		v.Close() //nolint:errcheck // evicted: nothing to tell its client
+		v.Close() // evicted: nothing to tell its client
 	}
 	if !ok {
-		c.Close() //nolint:errcheck
+		c.Close()
 	}
 	if warn {
 		g.log.WithFields(logrus.Fields{"open": open, "unauthenticated": unauth, "closed_idle": shed, "refused": refused,

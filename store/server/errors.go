@@ -102,5 +102,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("content-type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n')) //nolint:errcheck
+	w.Write(append(b, '\n'))
 }

@@ -141,7 +141,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p *princip
 	rc := http.NewResponseController(w)
 	// The connection may serve another request after this one: leave it
 	// without the deadline send sets.
-	defer rc.SetWriteDeadline(time.Time{}) //nolint:errcheck
+	defer rc.SetWriteDeadline(time.Time{})
 	w.Header().Set("content-type", "text/event-stream")
 	w.Header().Set("cache-control", "no-cache")
 	w.WriteHeader(http.StatusOK)

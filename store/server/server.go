@@ -191,7 +191,7 @@ func (s *Server) boundBody(w http.ResponseWriter, r *http.Request) io.ReadCloser
 	if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) != nil {
 		return body // not net/http's server (a test's recorder): no deadline to set
 	}
-	return &deadlineBody{ReadCloser: body, clear: func() { rc.SetReadDeadline(time.Time{}) }} //nolint:errcheck
+	return &deadlineBody{ReadCloser: body, clear: func() { rc.SetReadDeadline(time.Time{}) }}
 }
 
 // deadlineBody clears the read deadline set for a body when the body has
@@ -230,7 +230,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gc.update((*connTable).begin)
 	defer gc.update((*connTable).end)
 	var b [12]byte
-	rand.Read(b[:]) //nolint:errcheck
+	rand.Read(b[:])
 	id := "req_" + hex.EncodeToString(b[:])
 	w.Header().Set("request-id", id)
 	rec := &accessRecord{}

@@ -197,7 +197,7 @@ func TestMapErrSQLite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer holder.Rollback() //nolint:errcheck
+		defer holder.Rollback()
 		_, err = raw("immediate").BeginTx(ctx, nil)
 		wantSQLiteCode(t, err, sqlite3.SQLITE_BUSY)
 		checkMapErr(t, err, classUnavailable)
@@ -209,7 +209,7 @@ func TestMapErrSQLite(t *testing.T) {
 		}
 		defer reader.Close()
 		mustExecConn(t, reader, `BEGIN`)
-		defer reader.ExecContext(ctx, `ROLLBACK`) //nolint:errcheck
+		defer reader.ExecContext(ctx, `ROLLBACK`)
 		var n int
 		if err := reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories`).Scan(&n); err != nil {
 			t.Fatal(err)

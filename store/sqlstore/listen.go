@@ -41,7 +41,7 @@ func startListener(ctx context.Context, dsn string, h waiters, log logrus.FieldL
 		defer l.wg.Done()
 		for {
 			err := listenLoop(lctx, conn, h)
-			conn.Close(context.Background()) //nolint:errcheck
+			conn.Close(context.Background())
 			if lctx.Err() != nil {
 				return
 			}
@@ -69,7 +69,7 @@ func listenConn(ctx context.Context, dsn string) (*pgx.Conn, error) {
 		return nil, fmt.Errorf("postgres listener: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		conn.Close(ctx) //nolint:errcheck
+		conn.Close(ctx)
 		return nil, fmt.Errorf("postgres LISTEN: %w", err)
 	}
 	return conn, nil

@@ -248,7 +248,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(7171)"); err != nil {
 			return fmt.Errorf("migration lock: %w", err)
 		}
-		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7171)") //nolint:errcheck
+		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7171)")
 		return db.migrateOn(ctx, conn)
 	}
 	conn, err := db.sql.Conn(ctx)
@@ -280,12 +280,12 @@ func (db *DB) migrateOn(ctx context.Context, conn *sql.Conn) error {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				tx.Rollback() //nolint:errcheck
+				tx.Rollback()
 				return fmt.Errorf("migration %d: %w", v, err)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, db.d.q(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`), v, time.Now().UnixMicro()); err != nil {
-			tx.Rollback() //nolint:errcheck
+			tx.Rollback()
 			return fmt.Errorf("migration %d: %w", v, err)
 		}
 		if err := tx.Commit(); err != nil {

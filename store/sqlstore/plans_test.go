@@ -191,7 +191,7 @@ func checkPGPlan(t *testing.T, db *DB, c planCase, generic bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback() //nolint:errcheck
+	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func checkPGPlan(t *testing.T, db *DB, c planCase, generic bool) {
 		if _, err := tx.ExecContext(ctx, "PREPARE plan_check AS "+q); err != nil {
 			t.Fatal(err)
 		}
-		defer conn.ExecContext(context.Background(), "DEALLOCATE plan_check") //nolint:errcheck
+		defer conn.ExecContext(context.Background(), "DEALLOCATE plan_check")
 		err = tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) EXECUTE plan_check ("+nulls+")").Scan(&js)
 	}
 	if err != nil {

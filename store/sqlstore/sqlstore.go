@@ -199,7 +199,7 @@ func (db *DB) writeTx(ctx context.Context, storeID string, fn func(tx *sql.Tx, s
 	if err != nil {
 		return mapErr(err)
 	}
-	defer tx.Rollback() //nolint:errcheck
+	defer tx.Rollback()
 	var st *lockedStore
 	if storeID != "" {
 		st = &lockedStore{}

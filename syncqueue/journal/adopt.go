@@ -37,7 +37,7 @@ func Adopt(path, dir string, opts Options) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("take up %s: %w", path, err)
 	}
-	defer lk.release() //nolint:errcheck
+	defer lk.release()
 	main := filepath.Join(dir, journalFileName)
 	if same, _ := sameFile(path, main); same {
 		j := &Journal{dir: dir, path: main}

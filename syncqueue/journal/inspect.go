@@ -109,7 +109,7 @@ func lockHolder(dir string) int {
 	}
 	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		return 0
 	}
 	b, _ := os.ReadFile(path)

@@ -243,7 +243,7 @@ func Restore(dir, heldPath string) error {
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", heldPath, err)
 	}
-	defer lk.release() //nolint:errcheck
+	defer lk.release()
 	path := filepath.Join(dir, journalFileName)
 	if info, err := Inspect(dir); err != nil {
 		return fmt.Errorf("restore %s: %w", heldPath, err)

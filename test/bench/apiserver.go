@@ -58,7 +58,7 @@ func startAPIServer(ctx context.Context, dsn string, clients int) (*apiServer, e
 	}
 	s := &apiServer{db: db, base: "http://" + ln.Addr().String(), hs: &http.Server{Handler: srv},
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2}, Timeout: 5 * time.Minute}}
-	go s.hs.Serve(ln) //nolint:errcheck
+	go s.hs.Serve(ln)
 	return s, nil
 }
 

@@ -105,7 +105,7 @@ func scratchPostgres(ctx context.Context, base string) (string, func(), error) {
 		return "", nil, err
 	}
 	var b [6]byte
-	rand.Read(b[:]) //nolint:errcheck
+	rand.Read(b[:])
 	name := "memfs_bench_" + hex.EncodeToString(b[:])
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		admin.Close()
@@ -118,7 +118,7 @@ func scratchPostgres(ctx context.Context, base string) (string, func(), error) {
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
-		admin.ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") //nolint:errcheck
+		admin.ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)")
 		admin.Close()
 	}, nil
 }

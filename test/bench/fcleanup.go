@@ -118,7 +118,7 @@ func cleanupOnSignal() {
 					break
 				}
 				for _, c := range all {
-					c.run() //nolint:errcheck
+					c.run()
 				}
 			}
 			os.Exit(130)

@@ -270,7 +270,7 @@ func runF(id string, fn func(ctx context.Context, cfg config) ([]row, error)) fu
 			runtime.SetMutexProfileFraction(1)
 			defer func() {
 				if mf, err := os.Create(fopts.cpuprofile + "-" + id + ".mutex.pprof"); err == nil {
-					pprof.Lookup("mutex").WriteTo(mf, 0) //nolint:errcheck
+					pprof.Lookup("mutex").WriteTo(mf, 0)
 					mf.Close()
 				}
 				runtime.SetMutexProfileFraction(0)

@@ -54,7 +54,7 @@ func benchI1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error)
 		return nil, err
 	}
 	hs := &http.Server{Handler: env.counter.wrap(srv)}
-	go hs.Serve(ln) //nolint:errcheck
+	go hs.Serve(ln)
 	undo.add(func() error { srv.BeginShutdown(); return hs.Close() })
 	// A view of env on that listener: mounts only read base and key.
 	noFeed := &sEnv{base: "http://" + ln.Addr().String(), key: env.key, counter: env.counter, admin: env.admin, db: env.db, log: env.log}

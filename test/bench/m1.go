@@ -123,7 +123,7 @@ func m1Measure(ctx context.Context, env *sEnv, storeIDs []string, idle time.Dura
 	if rerr != nil || strings.TrimSpace(line) != "loaded" {
 		return 0, 0, 0, fmt.Errorf("the M1 child did not load the stores: %q %v", line, rerr)
 	}
-	go io.Copy(io.Discard, stdout) //nolint:errcheck
+	go io.Copy(io.Discard, stdout)
 	pid := cmd.Process.Pid
 	atLoad = residentMiBOf(pid)
 	cpu0 := cpuOf(pid)
@@ -183,7 +183,7 @@ func m1ChildMain() int {
 	if err == nil {
 		runtime.GC()
 		fmt.Println("loaded")
-		io.Copy(io.Discard, os.Stdin) //nolint:errcheck // until the parent closes it
+		io.Copy(io.Discard, os.Stdin) // until the parent closes it
 	}
 	cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
@@ -221,8 +221,8 @@ func cpuOf(pid int) time.Duration {
 		return 0
 	}
 	var ut, st int64
-	fmt.Sscan(f[11], &ut) //nolint:errcheck
-	fmt.Sscan(f[12], &st) //nolint:errcheck
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 

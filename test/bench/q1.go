@@ -149,13 +149,13 @@ func q1Start(ctx context.Context, bin, dsn, key string) (*q1Serve, error) {
 // close stops the process (SIGTERM, then SIGKILL after 10 s) and removes
 // its data directory.
 func (s *q1Serve) close() {
-	s.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	s.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }() //nolint:errcheck
+	go func() { s.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill() //nolint:errcheck
+		s.cmd.Process.Kill()
 		<-done
 	}
 	os.RemoveAll(s.dir)

@@ -132,7 +132,7 @@ func newSEnv(ctx context.Context) (_ *sEnv, err error) {
 		return nil, err
 	}
 	hs := &http.Server{Handler: e.counter.wrap(srv)}
-	go hs.Serve(ln) //nolint:errcheck
+	go hs.Serve(ln)
 	e.undo.add(func() error {
 		srv.BeginShutdown()
 		return hs.Close()

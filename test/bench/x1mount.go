@@ -79,7 +79,7 @@ func x1MountOnce(ctx context.Context, bin, api, sid, dir string) (_ *x1Mount, er
 				tail = append(tail, l)
 			}
 		}
-		io.Copy(io.Discard, stderr) //nolint:errcheck
+		io.Copy(io.Discard, stderr)
 		exited <- cmd.Wait()
 	}()
 	defer func() {
@@ -147,7 +147,7 @@ func x1Time(name string, args ...string) (float64, error) {
 // unmount) and waits for it; after 60 s it is killed and the mount point
 // detached. A clean stop exits 0.
 func x1Stop(cmd *exec.Cmd, mnt string, exited chan error) error {
-	cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -155,9 +155,9 @@ func x1Stop(cmd *exec.Cmd, mnt string, exited chan error) error {
 		}
 		return nil
 	case <-time.After(60 * time.Second):
-		cmd.Process.Kill() //nolint:errcheck
+		cmd.Process.Kill()
 		<-exited
-		syscall.Unmount(mnt, syscall.MNT_DETACH) //nolint:errcheck
+		syscall.Unmount(mnt, syscall.MNT_DETACH)
 		return errors.New("memfs mount did not stop within 60 s of SIGTERM")
 	}
 }

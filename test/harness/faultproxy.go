@@ -262,7 +262,7 @@ func (p *FaultProxy) close() {
 	p.links = map[*link]struct{}{}
 	p.mu.Unlock()
 	p.cancel()
-	p.ln.Close() //nolint:errcheck
+	p.ln.Close()
 	for l := range links {
 		l.close(true)
 	}

@@ -48,9 +48,9 @@ func (l *link) close(hard bool) {
 	if hard {
 		end = resetConn
 	}
-	end(l.client) //nolint:errcheck
+	end(l.client)
 	if l.server != nil {
-		end(l.server) //nolint:errcheck
+		end(l.server)
 	}
 }
 
@@ -60,7 +60,7 @@ func (p *FaultProxy) run(l *link) {
 	if !l.forward.Load() {
 		// Accepted in a blackhole: there is no server side, only a
 		// client to keep waiting.
-		io.Copy(io.Discard, l.client) //nolint:errcheck
+		io.Copy(io.Discard, l.client)
 		p.forget(l, true)
 		return
 	}
@@ -73,7 +73,7 @@ func (p *FaultProxy) run(l *link) {
 		return
 	}
 	if !l.setServer(server) {
-		resetConn(server) //nolint:errcheck
+		resetConn(server)
 		return
 	}
 	var up sync.WaitGroup
@@ -146,7 +146,7 @@ func (p *FaultProxy) downstream(l *link, server net.Conn) {
 // peer sees "connection reset by peer" instead of an end of stream.
 func resetConn(c net.Conn) error {
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0) //nolint:errcheck
+		tc.SetLinger(0)
 	}
 	return c.Close()
 }
@@ -155,6 +155,6 @@ func resetConn(c net.Conn) error {
 // and may still send.
 func closeWrite(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.CloseWrite() //nolint:errcheck
+		tc.CloseWrite()
 	}
 }

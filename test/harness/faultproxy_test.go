@@ -392,7 +392,7 @@ func rawCreateStore(c net.Conn, key, name string, timeout time.Duration) (*http.
 // readWithin reads one whole HTTP response from c, or the error that
 // stopped it, within timeout.
 func readWithin(c net.Conn, timeout time.Duration) (*http.Response, error) {
-	c.SetReadDeadline(time.Now().Add(timeout)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(timeout))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		return nil, err

@@ -67,10 +67,10 @@ func Main(m *testing.M) {
 	// pass (--memory-sync-quiet, default 1s) at a moment set by the
 	// machine's speed would race them. A test of the quiet trigger turns
 	// it on with the flag, which wins over the environment.
-	os.Setenv("MEMFS_MEMORY_SYNC_QUIET", "off") //nolint:errcheck
+	os.Setenv("MEMFS_MEMORY_SYNC_QUIET", "off")
 	code := m.Run()
 	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath)) //nolint:errcheck
+		os.RemoveAll(filepath.Dir(binPath))
 	}
 	os.Exit(code)
 }
@@ -168,7 +168,7 @@ func (s *Serve) start() {
 			}
 		}
 	}()
-	go func() { cmd.Wait(); close(s.done) }() //nolint:errcheck
+	go func() { cmd.Wait(); close(s.done) }()
 	select {
 	case u := <-addrc:
 		_, a, _ := strings.Cut(u, "://")
@@ -204,7 +204,7 @@ func (s *Serve) Kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck
+	s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.done
 }
 
@@ -212,7 +212,7 @@ func (s *Serve) Kill() {
 // test if the process doesn't exit 0.
 func (s *Serve) Stop() {
 	s.t.Helper()
-	s.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(45 * time.Second):
@@ -235,7 +235,7 @@ func (s *Serve) Restart() {
 func (s *Serve) Pid() int { return s.cmd.Process.Pid }
 
 // Signal sends sig to the process.
-func (s *Serve) Signal(sig os.Signal) { s.cmd.Process.Signal(sig) } //nolint:errcheck
+func (s *Serve) Signal(sig os.Signal) { s.cmd.Process.Signal(sig) }
 
 // Wait waits for the process to exit (bounded by ctx) and returns its exit code.
 func (s *Serve) Wait(ctx context.Context) (int, error) {
@@ -269,6 +269,6 @@ func APIHeaders(path, key string) http.Header {
 // tests that write requests on a raw connection.
 func RawAPIHeaders(path, key string) string {
 	var b strings.Builder
-	APIHeaders(path, key).Write(&b) //nolint:errcheck // a strings.Builder does not fail
+	APIHeaders(path, key).Write(&b) // a strings.Builder does not fail
 	return b.String()
 }

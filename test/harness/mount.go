@@ -93,7 +93,7 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 			dir = opts.Dir // it may have mounted without saying so
 		}
 		if dir != "" && IsMounted(dir) {
-			unix.Unmount(dir, unix.MNT_DETACH) //nolint:errcheck
+			unix.Unmount(dir, unix.MNT_DETACH)
 		}
 	})
 	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup, Env: opts.Env}, opts.CommandArgs()...)
@@ -150,7 +150,7 @@ func RunMount(t testing.TB, opts MountOptions, timeout time.Duration) (code int,
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		if opts.Dir != "" && IsMounted(opts.Dir) {
-			unix.Unmount(opts.Dir, unix.MNT_DETACH) //nolint:errcheck
+			unix.Unmount(opts.Dir, unix.MNT_DETACH)
 		}
 		t.Fatalf("memfs mount %v did not exit within %s:\n%s%s", opts.CommandArgs()[1:], timeout, out.String(), errb.String())
 	}

@@ -80,7 +80,7 @@ func StartProc(t testing.TB, opts ProcOptions, args ...string) *Proc {
 	go read(stderr)
 	// Wait only after both pipes are drained (os/exec's rule for
 	// StdoutPipe), so Output is complete once the process is done.
-	go func() { readers.Wait(); cmd.Wait(); close(p.done) }() //nolint:errcheck
+	go func() { readers.Wait(); cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		if p.Running() {
 			p.Kill()
@@ -175,7 +175,7 @@ func (p *Proc) SignalGroup(sig syscall.Signal) {
 // Kill sends SIGKILL and waits for the process to be gone. Mounts it
 // served stay in the mount table (stale) until someone detaches them.
 func (p *Proc) Kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck
+	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }
 
@@ -283,6 +283,6 @@ func MountsUnder(dir string) []string {
 func DetachUnder(dir string) {
 	mps := MountsUnder(dir)
 	for i := len(mps) - 1; i >= 0; i-- {
-		unix.Unmount(mps[i], unix.MNT_DETACH) //nolint:errcheck
+		unix.Unmount(mps[i], unix.MNT_DETACH)
 	}
 }
