@@ -101,26 +101,36 @@ func subPaths(dir string) []string {
 	return out
 }
 
-// checkDir checks one directory: owned by the effective user, else a
-// *ForeignError; ok is false when group/other bits had to be removed.
+// checkDir checks one directory of the state dir (CloseDir); ok is false
+// when group/other bits had to be removed.
 func checkDir(p string) (ok bool, err error) {
+	perm, err := CloseDir(p, "the state dir path")
+	return err == nil && perm&0o077 == 0, err
+}
+
+// CloseDir checks that p is a directory owned by the effective user (a
+// *ForeignError if another user owns it, which is then left as it is) and
+// takes the group and other bits off its mode. It returns the permission
+// bits p had. what names p in errors ("the state dir path", "journal
+// directory"). The state dir and each journal directory are checked so.
+func CloseDir(p, what string) (perm uint32, err error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(p, &st); err != nil {
-		return false, &fs.PathError{Op: "lstat", Path: p, Err: err}
+		return 0, &fs.PathError{Op: "lstat", Path: p, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return false, fmt.Errorf("the state dir path %s is not a directory", p)
+		return 0, fmt.Errorf("%s %s is not a directory", what, p)
 	}
 	if euid := os.Geteuid(); st.Uid != uint32(euid) {
-		return false, &ForeignError{Path: p, UID: st.Uid, EUID: euid}
+		return 0, &ForeignError{Path: p, UID: st.Uid, EUID: euid}
 	}
-	if st.Mode&0o077 == 0 {
-		return true, nil
+	perm = st.Mode & 0o777
+	if perm&0o077 != 0 {
+		if err := os.Chmod(p, os.FileMode(perm&0o700)); err != nil {
+			return perm, fmt.Errorf("remove the group and other permissions of %s %s: %w", what, p, err)
+		}
 	}
-	if err := os.Chmod(p, os.FileMode(st.Mode&0o700)); err != nil {
-		return false, fmt.Errorf("remove the group and other permissions of %s: %w", p, err)
-	}
-	return false, nil
+	return perm, nil
 }
 
 // Keys are a state dir's identity and journal key.

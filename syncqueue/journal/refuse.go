@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/memfs/memfs/statedir"
 	"github.com/memfs/memfs/store/durable"
 )
 
@@ -42,26 +43,16 @@ func (e *ForeignDirError) Error() string {
 	return fmt.Sprintf("journal directory %s is owned by uid %d, not by this process's user (uid %d): its journal is not replayed; chown the directory or move it away", e.Dir, e.UID, e.EUID)
 }
 
-// checkDir checks the journal directory: it must be a directory owned by
-// the effective user (else a *ForeignDirError). loose reports that it was
-// writable by group or others; its mode is then cut to 0700.
+// checkDir checks the journal directory as statedir.CloseDir does: it
+// must be a directory owned by the effective user (else a
+// *ForeignDirError). loose reports that it was writable by group or
+// others; its mode is then cut to 0700.
 func checkDir(dir string) (loose bool, err error) {
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return false, &fs.PathError{Op: "lstat", Path: dir, Err: err}
+	perm, err := statedir.CloseDir(dir, "journal directory")
+	if fe := (*statedir.ForeignError)(nil); errors.As(err, &fe) {
+		return false, &ForeignDirError{Dir: dir, UID: fe.UID, EUID: fe.EUID}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return false, fmt.Errorf("journal directory %s is not a directory", dir)
-	}
-	if euid := os.Geteuid(); st.Uid != uint32(euid) {
-		return false, &ForeignDirError{Dir: dir, UID: st.Uid, EUID: euid}
-	}
-	if st.Mode&0o077 != 0 {
-		if err := os.Chmod(dir, os.FileMode(st.Mode&0o700)); err != nil {
-			return false, fmt.Errorf("close journal directory %s to other users: %w", dir, err)
-		}
-	}
-	return st.Mode&0o022 != 0, nil
+	return perm&0o022 != 0, err
 }
 
 // readOwnJournal reads the journal at path without following a symlink.
