@@ -27,12 +27,11 @@ type LeftJournal struct {
 	ModTime      time.Time `json:"modified"`
 }
 
-// LeftJournals lists the journals in a state dir that hold unsynced
-// changes and are not held by a running process. It only reads
-// (journal.Inspect): nothing is locked, repaired or replayed.
-func LeftJournals(stateDir string) []LeftJournal {
+// LeftJournals lists, of a state dir's journals (InspectJournals), those
+// that hold unsynced changes and are not held by a running process.
+func LeftJournals(infos []journal.Info) []LeftJournal {
 	var out []LeftJournal
-	for _, info := range InspectJournals(stateDir) {
+	for _, info := range infos {
 		if info.LockedBy != 0 || (info.Pending == 0 && info.Lost == 0) {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
+	"github.com/memfs/memfs/syncqueue/journal"
 )
 
 // SetAsideJournal is a journal a mount did not take up, kept in the state
@@ -26,12 +27,12 @@ type SetAsideJournal struct {
 	Since   time.Time `json:"since"`
 }
 
-// SetAsideJournals lists the refused and the held journals of a state
-// dir. A version 1 journal still in place (the next open refuses it) is
-// listed as refused. It only reads.
-func SetAsideJournals(stateDir string) (refused, held []SetAsideJournal) {
+// SetAsideJournals lists, of a state dir's journals (InspectJournals),
+// the refused and the held ones. A version 1 journal still in place (the
+// next open refuses it) is listed as refused.
+func SetAsideJournals(infos []journal.Info) (refused, held []SetAsideJournal) {
 	refused, held = []SetAsideJournal{}, []SetAsideJournal{}
-	for _, info := range InspectJournals(stateDir) {
+	for _, info := range infos {
 		id := filepath.Base(info.Dir)
 		if info.Refused != "" {
 			refused = append(refused, SetAsideJournal{StoreID: id, Path: filepath.Join(info.Dir, "journal"),

@@ -154,11 +154,13 @@ func gatherStatus(dirs []string) (statusReport, error) {
 				served[m.Dir] = true
 			}
 		}
-		rep.Left = append(rep.Left, worker.LeftJournals(dir)...)
-		for _, info := range worker.InspectJournals(dir) {
+		// Each journal is read once, for all three lists.
+		infos := worker.InspectJournals(dir)
+		rep.Left = append(rep.Left, worker.LeftJournals(infos)...)
+		for _, info := range infos {
 			rep.Damaged = append(rep.Damaged, info.Damaged...)
 		}
-		refused, held := worker.SetAsideJournals(dir)
+		refused, held := worker.SetAsideJournals(infos)
 		rep.Refused, rep.Held = append(rep.Refused, refused...), append(rep.Held, held...)
 		conflicts, err := syncqueue.OpenConflictLog(dir, syncqueue.ConflictRetention{}).List()
 		if err != nil {
