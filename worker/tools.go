@@ -126,9 +126,6 @@ func (o *ToolsOptions) validate(stateDir string) error {
 	if o.exe, err = os.Executable(); err != nil {
 		return fmt.Errorf("the agent's sandbox runs this binary, which could not be found: %w", err)
 	}
-	if o.Transport == nil {
-		o.Transport = http.DefaultTransport
-	}
 	return nil
 }
 
