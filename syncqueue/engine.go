@@ -188,8 +188,8 @@ func (o *EngineOptions) Validate() error {
 // releases the journal.
 //
 // Lock order: closeMu, then flusher.passMu, then syncMu, then the local
-// side's lock (fs.Tree's), then the journal's. syncMu is never held across a request to the
-// store.
+// side's lock (fs.Tree's), then the journal's. syncMu is never held
+// across a request to the store.
 type Engine struct {
 	opts EngineOptions
 	log  logrus.FieldLogger
@@ -390,13 +390,28 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return e.storeRefused("load memory store", err)
 	}
+	if err := e.openLocal(files, readOnly); err != nil {
+		e.closeJournal(ctx)
+		return err
+	}
+	if e.journal == nil {
+		return nil
+	}
+	e.f = newFlusher(e, len(files))
+	e.replayJournal()
+	return nil
+}
+
+// openLocal builds the local side (EngineOptions.Local) over the journal
+// and loads the store's listing into it, every file lazy: the store and
+// the mount agree on each memory as listed.
+func (e *Engine) openLocal(files []store.Memory, readOnly bool) error {
 	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
 	if e.journal != nil {
 		topts.Journal = journalSink{j: e.journal, closes: e.closes}
 	}
 	local, err := e.opts.Local(topts)
 	if err != nil {
-		e.closeJournal(ctx)
 		return err
 	}
 	e.tree = local
@@ -410,10 +425,12 @@ func (e *Engine) Open(ctx context.Context) error {
 	}
 	e.tree.Load(fsFiles)
 	e.loaded = len(files)
-	if e.journal == nil {
-		return nil
-	}
-	e.f = newFlusher(e, len(files))
+	return nil
+}
+
+// replayJournal shows on the local side what a previous run left pending
+// in the journal (damaged or not), and logs it.
+func (e *Engine) replayJournal() {
 	if d := e.journal.Damage(); d != nil {
 		e.log.WithFields(logrus.Fields{"lost_bytes": d.LostBytes(), "damaged_copy_at": d.KeptAt, "records_kept": d.Records}).
 			Error("the journal of this store was damaged: what could be read is replayed and uploaded; see memfs status")
@@ -435,7 +452,6 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.log.WithField("pending", len(pending)).Warn("replaying changes a previous run left in the journal")
 		e.replayed = len(pending)
 	}
-	return nil
 }
 
 // storeRefused names the cause of a failed first request about a store:
