@@ -14,7 +14,9 @@ import (
 // rename, truncate by path and removal is one Append, made before the
 // operation returns. Remote state flows in through Load (the store's
 // listing, at mount), Fill (a lazy file's content) and Apply (a replayed
-// journal, a remote change).
+// journal, a remote change). To the engine, a Tree is one implementation
+// of its local side (syncqueue.Local; docs/architecture.md, "The local
+// side").
 
 // Journal records local changes durably. The tree calls it when a
 // changed file is closed (the file's whole new content), renamed (every
