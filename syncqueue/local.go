@@ -28,7 +28,9 @@ type Local interface {
 	LocalUnjournaled
 	// Freeze starts the end of the mount: every new local change is
 	// refused from now on (changes already under way still land and are
-	// journaled).
+	// journaled). The final sync follows, and nothing else tells the
+	// local side that the mount ends: one with goroutines of its own
+	// makes its last look and stops them here.
 	Freeze()
 }
 
