@@ -1,6 +1,10 @@
 package fs
 
-import "time"
+import (
+	"time"
+
+	"github.com/memfs/memfs/internal/filestate"
+)
 
 // The interface between the tree and the sync engine (syncqueue), which
 // implements Journal and Fetcher and gives the tree Files and Changes. fs
@@ -10,7 +14,9 @@ import "time"
 // rename, truncate by path and removal is one Append, made before the
 // operation returns. Remote state flows in through Load (the store's
 // listing, at mount), Fill (a lazy file's content) and Apply (a replayed
-// journal, a remote change).
+// journal, a remote change). To the engine, a Tree is one implementation
+// of its local side (syncqueue.Local; docs/architecture.md, "The local
+// side").
 
 // Journal records local changes durably. The tree calls it when a
 // changed file is closed (the file's whole new content), renamed (every
@@ -35,13 +41,10 @@ type SharingJournal interface {
 	AppendShared(states ...FileState) ([][]byte, error)
 }
 
-// FileState is one file's new local state, as the tree journals it.
-type FileState struct {
-	FileID  string
-	Path    string
-	Content []byte // the whole content; nil when Deleted
-	Deleted bool
-}
+// FileState is one file's state (internal/filestate), the one type that
+// the tree, the engine and the journal pass to each other. The tree
+// journals it without an Origin (the journal knows each file's base).
+type FileState = filestate.State
 
 // File is one memory as the tree loads it. A file loaded Lazy has only
 // its Size: its content comes later from the Fetcher (tree_lazy.go).
@@ -56,19 +59,12 @@ type File struct {
 
 // Change is a file's new state, applied to the tree by the sync engine
 // (never through the VFS): a journal replayed at mount, or a remote
-// change. Deleted removes the file; otherwise the file with FileID
-// is placed at Path with Content, replacing whatever file was there.
+// change. Deleted removes the file; otherwise the file with FileID is
+// placed at Path with Content, replacing whatever file was there. Origin,
+// when set, is the file id of a file already in the tree (a memory loaded
+// from the store) that this change continues: that file takes FileID.
 // Content is kept, not copied, and must not change afterwards.
-type Change struct {
-	FileID string
-	// Origin, when set, is the file id of a file already in the tree (a
-	// memory loaded from the store) that this change continues: that file
-	// takes FileID.
-	Origin  string
-	Path    string
-	Content []byte
-	Deleted bool
-}
+type Change = FileState
 
 // Fetcher brings the content of lazy files into the tree.
 type Fetcher interface {

@@ -22,11 +22,7 @@ import (
 type fileJournal struct{ j *journal.Journal }
 
 func (f fileJournal) Append(states ...FileState) error {
-	changes := make([]journal.Change, len(states))
-	for i, s := range states {
-		changes[i] = journal.Change{FileID: s.FileID, Path: s.Path, Content: s.Content, Deleted: s.Deleted}
-	}
-	_, err := f.j.Append(changes...)
+	_, err := f.j.Append(states...) // journal.Change is FileState
 	return err
 }
 

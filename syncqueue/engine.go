@@ -102,6 +102,9 @@ type EngineOptions struct {
 	// Owner owns the files loaded from the store and the mount's root,
 	// with their modes (fs.Ownership; zero: root, 0644/0755).
 	Owner fs.Ownership
+	// Local builds the local copy of the store at Open (local.go; default:
+	// the FUSE tree, fs.NewTree, which Tree returns to mount).
+	Local NewLocal
 	// Observer is told of passes, remote changes and conflicts, for
 	// metrics (observe.go; default: nothing is told).
 	Observer Observer
@@ -167,6 +170,9 @@ func (o *EngineOptions) Validate() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Local == nil {
+		o.Local = newFUSETree
+	}
 	o.Log = o.Log.WithField("store", o.StoreID)
 	return nil
 }
@@ -181,9 +187,9 @@ func (o *EngineOptions) Validate() error {
 // Finish(ctx, clean) freezes the tree and runs the final sync; Close
 // releases the journal.
 //
-// Lock order: closeMu, then flusher.passMu, then syncMu, then fs.Tree's
-// lock, then the journal's. syncMu is never held across a request to the
-// store.
+// Lock order: closeMu, then flusher.passMu, then syncMu, then the local
+// side's lock (fs.Tree's), then the journal's. syncMu is never held
+// across a request to the store.
 type Engine struct {
 	opts EngineOptions
 	log  logrus.FieldLogger
@@ -192,7 +198,7 @@ type Engine struct {
 	// closing it: Status holds it for reading, closeJournal for writing.
 	closeMu sync.RWMutex
 	journal *journal.Journal // nil when ReadOnly; set nil under closeMu
-	tree    *fs.Tree
+	tree    Local            // the local copy of the store (local.go), from Open
 	f       *flusher
 	calls   *inflight    // requests to the store in flight, for the watchdog
 	closes  *closeSignal // journaled writes, for the quiet trigger; nil when off
@@ -238,8 +244,12 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	return e, nil
 }
 
-// Tree is the local tree to mount (after Open).
-func (e *Engine) Tree() *fs.Tree { return e.tree }
+// Tree is the FUSE tree to mount (after Open); nil when the local side
+// is not one (EngineOptions.Local).
+func (e *Engine) Tree() *fs.Tree {
+	t, _ := e.tree.(*fs.Tree)
+	return t
+}
 
 // JournalAuth is what makes a journal of storeID stateDir's own: the state
 // dir's identity and key (created the first time), for an API key's
@@ -380,15 +390,31 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return e.storeRefused("load memory store", err)
 	}
+	if err := e.openLocal(files, readOnly); err != nil {
+		e.closeJournal(ctx)
+		return err
+	}
+	if e.journal == nil {
+		return nil
+	}
+	e.f = newFlusher(e, len(files))
+	e.replayJournal()
+	return nil
+}
+
+// openLocal builds the local side (EngineOptions.Local) over the journal
+// and loads the store's listing into it, every file lazy: the store and
+// the mount agree on each memory as listed.
+func (e *Engine) openLocal(files []store.Memory, readOnly bool) error {
 	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
 	if e.journal != nil {
 		topts.Journal = journalSink{j: e.journal, closes: e.closes}
 	}
-	e.tree, err = fs.NewTree(topts)
+	local, err := e.opts.Local(topts)
 	if err != nil {
-		e.closeJournal(ctx)
 		return err
 	}
+	e.tree = local
 	fsFiles := make([]fs.File, len(files))
 	for i, m := range files {
 		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Lazy: true, Size: m.ContentSizeBytes, Mtime: m.UpdatedAt}
@@ -399,10 +425,12 @@ func (e *Engine) Open(ctx context.Context) error {
 	}
 	e.tree.Load(fsFiles)
 	e.loaded = len(files)
-	if e.journal == nil {
-		return nil
-	}
-	e.f = newFlusher(e, len(files))
+	return nil
+}
+
+// replayJournal shows on the local side what a previous run left pending
+// in the journal (damaged or not), and logs it.
+func (e *Engine) replayJournal() {
 	if d := e.journal.Damage(); d != nil {
 		e.log.WithFields(logrus.Fields{"lost_bytes": d.LostBytes(), "damaged_copy_at": d.KeptAt, "records_kept": d.Records}).
 			Error("the journal of this store was damaged: what could be read is replayed and uploaded; see memfs status")
@@ -411,7 +439,7 @@ func (e *Engine) Open(ctx context.Context) error {
 	if len(pending) > 0 {
 		changes := make([]fs.Change, len(pending))
 		for i, p := range pending {
-			changes[i] = fs.Change{FileID: p.FileID, Origin: p.Origin, Path: p.Path, Content: p.Content, Deleted: p.Deleted}
+			changes[i] = p.State
 			if p.Origin != "" {
 				if _, ok := e.ms.known[p.Origin]; ok {
 					e.ms.byMemory[p.Origin] = p.FileID
@@ -424,7 +452,6 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.log.WithField("pending", len(pending)).Warn("replaying changes a previous run left in the journal")
 		e.replayed = len(pending)
 	}
-	return nil
 }
 
 // storeRefused names the cause of a failed first request about a store:
@@ -574,8 +601,9 @@ func (e *Engine) closeJournal(ctx context.Context) error {
 	return err
 }
 
-// TreeJournal is the filesystem's view of a journal: what the engine gives
-// the tree it mounts (and the benchmarks, theirs).
+// TreeJournal is the filesystem's view of a journal, as the engine gives
+// it to the tree it mounts: the benchmarks of test/bench build their tree
+// over it, so that they measure the mount's own path to the journal.
 func TreeJournal(j *journal.Journal) fs.Journal { return journalSink{j: j} }
 
 // journalSink adapts the Journal to the filesystem's Journal interface,
@@ -587,13 +615,11 @@ type journalSink struct {
 }
 
 func (s journalSink) Append(states ...fs.FileState) error {
-	changes := make([]journal.Change, len(states))
 	writes := false
-	for i, st := range states {
-		changes[i] = journal.Change{FileID: st.FileID, Path: st.Path, Content: st.Content, Deleted: st.Deleted}
+	for _, st := range states {
 		writes = writes || !st.Deleted
 	}
-	_, err := s.j.Append(changes...)
+	_, err := s.j.Append(states...)
 	if err == nil && writes {
 		s.closes.note()
 	}

@@ -14,7 +14,7 @@ func (j *Journal) Put(fileID, path string, content []byte) (uint64, error) {
 }
 
 // Delete records that a file was removed and returns the record's LSN
-// (see Change.Deleted).
+// (see Append for what a delete becomes).
 func (j *Journal) Delete(fileID, path string) (uint64, error) {
 	lsns, err := j.Append(Change{FileID: fileID, Path: path, Deleted: true})
 	if err != nil {

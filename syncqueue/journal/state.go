@@ -3,27 +3,22 @@ package journal
 import (
 	"fmt"
 	"slices"
+
+	"github.com/memfs/memfs/internal/filestate"
 )
 
 // Entry is the pending state of one file: not yet confirmed by the store.
-// Entries returned by the Journal are copies, except Content, which is
-// shared and must not be modified.
+// Its State (internal/filestate) says where the file is and what it holds
+// or that it is gone; its Origin is the memory the file derives from, the
+// precondition target of its upload ("" for a file created locally and
+// never uploaded: its upload is a create), and a Deleted entry with an
+// Origin is a delete of that memory. Entries returned by the Journal are
+// copies, except Content, which is shared and must not be modified.
 type Entry struct {
-	// FileID is the file's stable local id ("mem_..." or "local-...").
-	FileID string
-	// Origin is the memory id this file derives from: the precondition
-	// target of its upload. "" for a file created locally and never
-	// uploaded: its upload is a create.
-	Origin string
+	filestate.State
 	// BaseSHA is the content_sha256 of Origin as last agreed with the store
 	// ("" when Origin is "").
 	BaseSHA string
-	// Path is the file's current store path ("/a/b.md").
-	Path string
-	// Content is the whole content; nil when Deleted. Read-only.
-	Content []byte
-	// Deleted marks a removed file whose memory (Origin) should be deleted.
-	Deleted bool
 	// LSN is the log sequence number of the record that produced this
 	// state; Confirm refers to it.
 	LSN uint64
@@ -140,8 +135,8 @@ func (s *state) apply(r *record, raw []byte) error {
 		// tombstone for its answer.
 		prev := s.pending[r.fileID]
 		s.setPending(&entry{Entry: Entry{
-			FileID: r.fileID, Origin: r.origin, BaseSHA: r.baseSHA, Path: r.path,
-			Content: putContent(raw, len(r.content)), LSN: r.lsn,
+			State:   filestate.State{FileID: r.fileID, Origin: r.origin, Path: r.path, Content: putContent(raw, len(r.content))},
+			BaseSHA: r.baseSHA, LSN: r.lsn,
 		}, rec: raw, baseLSN: s.baseLSNOf(r.fileID), handedOut: prev != nil && prev.handedOut})
 		delete(s.tombs, r.fileID)
 	case recDelete:
@@ -153,8 +148,8 @@ func (s *state) apply(r *record, raw []byte) error {
 			break
 		}
 		s.setPending(&entry{Entry: Entry{
-			FileID: r.fileID, Origin: r.origin, BaseSHA: r.baseSHA, Path: r.path,
-			Deleted: true, LSN: r.lsn,
+			State:   filestate.State{FileID: r.fileID, Origin: r.origin, Path: r.path, Deleted: true},
+			BaseSHA: r.baseSHA, LSN: r.lsn,
 		}, rec: raw, baseLSN: s.baseLSNOf(r.fileID)})
 		delete(s.tombs, r.fileID)
 	case recConfirm:

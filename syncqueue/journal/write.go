@@ -3,24 +3,15 @@ package journal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/memfs/memfs/internal/filestate"
 )
 
-// Change is one file's new local state, as the filesystem records it.
-type Change struct {
-	// FileID is the file's stable local id.
-	FileID string
-	// Path is the file's store path after the change.
-	Path string
-	// Content is the file's whole new content (ignored when Deleted).
-	Content []byte
-	// Deleted records that the file was removed. For a file that derives
-	// from a memory the pending state becomes a delete of it; for a file
-	// never uploaded the pending entry is dropped (a file created and
-	// removed between two flushes never reaches the store) — unless its
-	// upload was already in flight, in which case the Confirm that follows
-	// turns into a pending delete of the memory the upload created.
-	Deleted bool
-}
+// Change is one file's new local state, as the filesystem records it
+// (internal/filestate: the same type as fs.FileState). Append reads its
+// FileID, Path, Content (ignored when Deleted) and Deleted; Origin must be
+// empty, since the journal knows each file's base.
+type Change = filestate.State
 
 // Append records changes of distinct files with one write(2): after it
 // returns nil every change is in the journal; after an error none is (a
@@ -28,6 +19,12 @@ type Change struct {
 // Each state is made against its file's known base: its pending entry's
 // Origin/BaseSHA, else the base set by SetBase or a Confirm, else none (a
 // create). A put with a new path is a rename. Content is copied.
+//
+// A delete of a file that derives from a memory becomes a pending delete
+// of it; for a file never uploaded the pending entry is dropped (a file
+// created and removed between two flushes never reaches the store) —
+// unless its upload was already in flight, in which case the Confirm that
+// follows turns into a pending delete of the memory the upload created.
 //
 // Before writing, Append checks that the journal's directory keeps room
 // for one compaction of the pending state after the write (see "Space"
@@ -39,6 +36,9 @@ func (j *Journal) Append(changes ...Change) ([]uint64, error) {
 	for _, c := range changes {
 		if c.FileID == "" {
 			return nil, errors.New("journal: a change with an empty file id")
+		}
+		if c.Origin != "" {
+			return nil, fmt.Errorf("journal: a change of %s names its origin, which is the journal's to know", c.FileID)
 		}
 		if seen[c.FileID] {
 			return nil, fmt.Errorf("journal: file %s changed twice in one append", c.FileID)
