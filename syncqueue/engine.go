@@ -110,10 +110,6 @@ type EngineOptions struct {
 	// OnLoad, when set, hears how far loading the store at Open has come
 	// (see LoadProgress): memfs prints progress from it on a terminal.
 	OnLoad func(LoadProgress)
-	// Now is the clock (default time.Now): the delete delay, the tree's
-	// times and status read it, so tests can move time instead of
-	// sleeping. (The stall watchdog measures real requests in real time.)
-	Now func() time.Time
 }
 
 // Validate checks the options and fills in defaults.
@@ -163,9 +159,6 @@ func (o *EngineOptions) Validate() error {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	o.Log = o.Log.WithField("store", o.StoreID)
 	return nil
@@ -231,7 +224,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
 	e.lazy.flights = map[string]*flight{}
 	e.life, e.lifeCancel = context.WithCancel(context.Background())
-	e.outage = outage{log: opts.Log, now: opts.Now}
+	e.outage = outage{log: opts.Log}
 	if opts.Quiet > 0 && !opts.ReadOnly {
 		e.closes = newCloseSignal()
 	}
@@ -276,8 +269,6 @@ func CheckJournal(stateDir, storeID, session string, log logrus.FieldLogger) (*j
 func JournalDir(stateDir, storeID string) string {
 	return filepath.Join(stateDir, "stores", storeID)
 }
-
-func (e *Engine) now() time.Time { return e.opts.Now() }
 
 // locked runs fn with syncMu held.
 func (e *Engine) locked(fn func()) {
@@ -380,7 +371,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return e.storeRefused("load memory store", err)
 	}
-	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Fetcher: e}
 	if e.journal != nil {
 		topts.Journal = journalSink{j: e.journal, closes: e.closes}
 	}
