@@ -34,7 +34,8 @@ import (
 // the server. Between the engine and the server sits mgProxy, which only
 // records requests and injects the faults a real server can't be made to
 // produce (a lost response, a server without the change feed, an expired
-// cursor, a refused upload).
+// cursor, a refused upload). Tests that need time to pass run the same in
+// a testing/synctest bubble, without sockets (bubble_test.go).
 
 const mgAdminKey = servertest.AdminKey
 
