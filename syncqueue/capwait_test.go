@@ -48,7 +48,7 @@ func testCapWaitsForRoom(t *testing.T) {
 		pass(fmt.Sprintf("pass %d at the cap", i+2), 0, 0)
 	}
 	st := e.eng.Status()
-	if !st.AtCap || st.CapRetryAt == nil || st.CapRetryAt.Sub(time.Now()) > capRetryMin || st.PendingUploads != files {
+	if !st.AtCap || st.CapRetryAt == nil || time.Until(*st.CapRetryAt) > capRetryMin || st.PendingUploads != files {
 		t.Errorf("status at the cap: at_cap %v, retry at %v (now %v), %d uploads pending", st.AtCap, st.CapRetryAt, time.Now(), st.PendingUploads)
 	}
 	for _, c := range st.Pending {
