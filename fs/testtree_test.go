@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -120,26 +119,8 @@ func deleteOp(id, p string) journalOp       { return journalOp{Op: "delete", Fil
 
 const testStoreID = "memstore_01TEST"
 
-// testClock is a clock that moves only when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // newTestTree returns a tree with a recording journal (unless opts is
-// read-only), a fixed clock and a silent logger; opts.StoreID defaults to
+// read-only) and a silent logger; opts.StoreID defaults to
 // testStoreID. Its invariants are checked when the test ends.
 func newTestTree(t *testing.T, opts Options) (*Tree, *recJournal) {
 	t.Helper()
@@ -150,10 +131,6 @@ func newTestTree(t *testing.T, opts Options) (*Tree, *recJournal) {
 	}
 	if opts.StoreID == "" {
 		opts.StoreID = testStoreID
-	}
-	if opts.Now == nil {
-		clk := &testClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-		opts.Now = clk.Now
 	}
 	if opts.Log == nil {
 		l, _ := logtest.NewNullLogger()

@@ -48,8 +48,6 @@ type Options struct {
 	Owner Ownership
 	// Log receives warnings (default: logrus's standard logger).
 	Log logrus.FieldLogger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 	// Fetcher brings the content of files loaded Lazy (required when any is).
 	Fetcher Fetcher
 }
@@ -64,9 +62,6 @@ func (o *Options) Validate() error {
 	}
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	return o.Owner.Validate()
 }
@@ -211,7 +206,7 @@ func NewTree(opts Options) (*Tree, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	now := opts.Now()
+	now := time.Now()
 	t := &Tree{opts: opts, log: opts.Log, byIno: map[uint64]*node{}, byID: map[string]*node{}, nextIno: RootIno, badUTF8: map[string]bool{}, unjournaled: map[uint64]error{}, lazy: map[string]*node{}}
 	t.root = t.newNode(nil, "", true, opts.Owner.dirMode(), now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
@@ -261,7 +256,7 @@ func (t *Tree) loadOne(f File) error {
 	dir := t.root
 	mtime := f.Mtime
 	if mtime.IsZero() {
-		mtime = t.opts.Now()
+		mtime = time.Now()
 	}
 	for _, s := range segs[:len(segs)-1] {
 		if len(s) > MaxNameBytes {

@@ -37,7 +37,7 @@ func (t *Tree) applyOne(c Change) error {
 	if err != nil {
 		return err
 	}
-	now := t.opts.Now()
+	now := time.Now()
 	dir, err := t.applyParents(segs[:len(segs)-1], cur, now)
 	if err != nil {
 		return err

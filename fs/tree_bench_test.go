@@ -3,7 +3,6 @@ package fs
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	logtest "github.com/sirupsen/logrus/hooks/test"
 )
@@ -13,8 +12,7 @@ import (
 func benchTree(b *testing.B, n int) *Tree {
 	b.Helper()
 	l, _ := logtest.NewNullLogger()
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	tr, err := NewTree(Options{StoreID: testStoreID, Journal: &recJournal{}, Log: l, Now: func() time.Time { return now }})
+	tr, err := NewTree(Options{StoreID: testStoreID, Journal: &recJournal{}, Log: l})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func (t *Tree) write(ino uint64, data []byte, off int64) (int, error) {
 	copy(n.content[off:], data)
 	n.dirty = true
 	n.edits++
-	n.mtime = t.opts.Now()
+	n.mtime = time.Now()
 	n.ctime = n.mtime
 	return len(data), nil
 }
@@ -192,7 +192,7 @@ func (t *Tree) setSize(n *node, size int64) {
 	}
 	n.dirty = true
 	n.edits++
-	n.mtime = t.opts.Now()
+	n.mtime = time.Now()
 	n.ctime = n.mtime
 }
 
@@ -303,7 +303,7 @@ func (t *Tree) setAttr(ino uint64, in SetAttrIn) (Attr, error) {
 	if in.Mtime != nil {
 		n.mtime = *in.Mtime
 	}
-	n.ctime = t.opts.Now()
+	n.ctime = time.Now()
 	return n.attr(), nil
 }
 

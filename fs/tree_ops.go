@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/memfs/memfs/store"
 )
@@ -105,7 +106,7 @@ func (t *Tree) Create(parent uint64, name string, mode uint32, caller Owner) (At
 	if t.files >= t.opts.MaxFiles {
 		return Attr{}, ErrNoSpace
 	}
-	n := t.newNode(d, name, false, 0, t.opts.Now())
+	n := t.newNode(d, name, false, 0, time.Now())
 	n.uid, n.gid, n.mode = newEntryOwner(d, caller, mode, false)
 	n.fileID, n.dirty = newFileID(), true
 	t.indexFile(n)
@@ -122,7 +123,7 @@ func (t *Tree) Mkdir(parent uint64, name string, mode uint32, caller Owner) (Att
 	if err != nil {
 		return Attr{}, err
 	}
-	n := t.newNode(d, name, true, 0, t.opts.Now())
+	n := t.newNode(d, name, true, 0, time.Now())
 	n.uid, n.gid, n.mode = newEntryOwner(d, caller, mode, true)
 	return n.attr(), nil
 }
@@ -148,7 +149,7 @@ func (t *Tree) removeNode(n *node) {
 		t.unindexFile(n)
 		delete(t.unjournaled, n.ino)
 	}
-	now := t.opts.Now()
+	now := time.Now()
 	n.parent.unlink(n.name)
 	n.parent.mtime, n.parent.ctime = now, now
 	n.parent = nil
@@ -299,7 +300,7 @@ func (t *Tree) rename(oldParent uint64, oldName string, newParent uint64, newNam
 	if exists {
 		t.removeNode(dst)
 	}
-	now := t.opts.Now()
+	now := time.Now()
 	od.unlink(oldName)
 	od.mtime, od.ctime = now, now
 	src.parent, src.name = nd, newName

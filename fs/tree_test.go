@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -490,26 +491,29 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
+// In a testing/synctest bubble time moves only by time.Sleep, so "the
+// write time" is exact.
 func TestTreeWriteUpdatesMtime(t *testing.T) {
-	clk := &testClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-	tr, _ := newTestTree(t, Options{Now: clk.Now})
-	loadedAt := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	tr.Load([]File{{FileID: "m1", Path: "/a.md", Content: []byte("a"), Mtime: loadedAt}})
-	ino := inoOf(t, tr, "/a.md")
-	if a, _ := tr.GetAttr(ino); !a.Mtime.Equal(loadedAt) {
-		t.Fatalf("loaded mtime %v, want %v", a.Mtime, loadedAt)
-	}
-	clk.advance(time.Hour)
-	if _, err := tr.Write(ino, []byte("b"), 1); err != nil {
-		t.Fatal(err)
-	}
-	if a, _ := tr.GetAttr(ino); !a.Mtime.Equal(clk.Now()) || !a.Ctime.Equal(clk.Now()) {
-		t.Errorf("after a local write: mtime %v ctime %v, want the write time %v", a.Mtime, a.Ctime, clk.Now())
-	}
-	// A read changes nothing.
-	clk.advance(time.Hour)
-	treeRead(t, tr, ino)
-	if a, _ := tr.GetAttr(ino); a.Mtime.Equal(clk.Now()) {
-		t.Error("a read changed the mtime")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		tr, _ := newTestTree(t, Options{})
+		loadedAt := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+		tr.Load([]File{{FileID: "m1", Path: "/a.md", Content: []byte("a"), Mtime: loadedAt}})
+		ino := inoOf(t, tr, "/a.md")
+		if a, _ := tr.GetAttr(ino); !a.Mtime.Equal(loadedAt) {
+			t.Fatalf("loaded mtime %v, want %v", a.Mtime, loadedAt)
+		}
+		time.Sleep(time.Hour)
+		if _, err := tr.Write(ino, []byte("b"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if a, _ := tr.GetAttr(ino); !a.Mtime.Equal(time.Now()) || !a.Ctime.Equal(time.Now()) {
+			t.Errorf("after a local write: mtime %v ctime %v, want the write time %v", a.Mtime, a.Ctime, time.Now())
+		}
+		// A read changes nothing.
+		time.Sleep(time.Hour)
+		treeRead(t, tr, ino)
+		if a, _ := tr.GetAttr(ino); a.Mtime.Equal(time.Now()) {
+			t.Error("a read changed the mtime")
+		}
+	})
 }

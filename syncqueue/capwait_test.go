@@ -3,6 +3,7 @@ package syncqueue
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/memfs/memfs/store/sqlstore"
@@ -14,13 +15,17 @@ import (
 // in the feed lets the oldest waiting file go up, for two requests (the
 // next is refused, which ends the try); without a sign, one request after
 // the backoff; status says the store is at its cap and when it is tried
-// again.
+// again. It runs in a synctest bubble (bubble_test.go), where the backoff
+// passes by time.Sleep.
 func TestCapWaitsForRoom(t *testing.T) {
 	t.Parallel()
-	e := mgSetupWith(t, map[string]string{"/1.md": "1", "/2.md": "2"}, sqlstore.Options{MaxMemoriesPerStore: 2})
-	clock := newMgClock()
+	synctest.Test(t, testCapWaitsForRoom)
+}
+
+func testCapWaitsForRoom(t *testing.T) {
+	e := mgSetupBubble(t, map[string]string{"/1.md": "1", "/2.md": "2"}, sqlstore.Options{MaxMemoriesPerStore: 2})
 	const slots = 4
-	e.start(func(o *EngineOptions) { o.Now, o.Concurrency = clock.Now, slots })
+	e.start(func(o *EngineOptions) { o.Concurrency = slots })
 	const files = 20
 	for i := range files {
 		e.mustWrite(fmt.Sprintf("/new/%02d.md", i), fmt.Sprintf("new file %d\n", i))
@@ -43,8 +48,8 @@ func TestCapWaitsForRoom(t *testing.T) {
 		pass(fmt.Sprintf("pass %d at the cap", i+2), 0, 0)
 	}
 	st := e.eng.Status()
-	if !st.AtCap || st.CapRetryAt == nil || st.CapRetryAt.Sub(clock.Now()) > capRetryMin || st.PendingUploads != files {
-		t.Errorf("status at the cap: at_cap %v, retry at %v (now %v), %d uploads pending", st.AtCap, st.CapRetryAt, clock.Now(), st.PendingUploads)
+	if !st.AtCap || st.CapRetryAt == nil || time.Until(*st.CapRetryAt) > capRetryMin || st.PendingUploads != files {
+		t.Errorf("status at the cap: at_cap %v, retry at %v (now %v), %d uploads pending", st.AtCap, st.CapRetryAt, time.Now(), st.PendingUploads)
 	}
 	for _, c := range st.Pending {
 		if c.Reason != ReasonCap {
@@ -62,11 +67,11 @@ func TestCapWaitsForRoom(t *testing.T) {
 	pass("the pass after that", 0, 0)
 
 	// No sign: one try once the backoff is over, then none again.
-	clock.Add(capRetryMax)
+	time.Sleep(capRetryMax)
 	pass("the pass after the backoff", 1, 0)
 	pass("the pass after that try", 0, 0)
-	if st := e.eng.Status(); !st.AtCap || st.CapRetryAt == nil || !st.CapRetryAt.After(clock.Now()) {
-		t.Errorf("status after the try: at_cap %v, retry at %v (now %v)", st.AtCap, st.CapRetryAt, clock.Now())
+	if st := e.eng.Status(); !st.AtCap || st.CapRetryAt == nil || !st.CapRetryAt.After(time.Now()) {
+		t.Errorf("status after the try: at_cap %v, retry at %v (now %v)", st.AtCap, st.CapRetryAt, time.Now())
 	}
 
 	// Room for two.

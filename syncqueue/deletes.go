@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -89,7 +90,7 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 //
 // REQUIRES: f.e.syncMu held.
 func (f *flusher) dueDeletes(dels []journal.Entry, to passOptions) (due []journal.Entry, guard bool, out deleteOutcome) {
-	now := f.e.now()
+	now := time.Now()
 	live := map[string]bool{}
 	for _, d := range dels {
 		live[d.FileID] = true

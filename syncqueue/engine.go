@@ -113,10 +113,6 @@ type EngineOptions struct {
 	// OnLoad, when set, hears how far loading the store at Open has come
 	// (see LoadProgress): memfs prints progress from it on a terminal.
 	OnLoad func(LoadProgress)
-	// Now is the clock (default time.Now): the delete delay, the tree's
-	// times and status read it, so tests can move time instead of
-	// sleeping. (The stall watchdog measures real requests in real time.)
-	Now func() time.Time
 }
 
 // Validate checks the options and fills in defaults.
@@ -166,9 +162,6 @@ func (o *EngineOptions) Validate() error {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	if o.Local == nil {
 		o.Local = newFUSETree
@@ -237,7 +230,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
 	e.lazy.flights = map[string]*flight{}
 	e.life, e.lifeCancel = context.WithCancel(context.Background())
-	e.outage = outage{log: opts.Log, now: opts.Now}
+	e.outage = outage{log: opts.Log}
 	if opts.Quiet > 0 && !opts.ReadOnly {
 		e.closes = newCloseSignal()
 	}
@@ -286,8 +279,6 @@ func CheckJournal(stateDir, storeID, session string, log logrus.FieldLogger) (*j
 func JournalDir(stateDir, storeID string) string {
 	return filepath.Join(stateDir, "stores", storeID)
 }
-
-func (e *Engine) now() time.Time { return e.opts.Now() }
 
 // locked runs fn with syncMu held.
 func (e *Engine) locked(fn func()) {
@@ -406,7 +397,7 @@ func (e *Engine) Open(ctx context.Context) error {
 // and loads the store's listing into it, every file lazy: the store and
 // the mount agree on each memory as listed.
 func (e *Engine) openLocal(files []store.Memory, readOnly bool) error {
-	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Now: e.opts.Now, Fetcher: e}
+	topts := fs.Options{StoreID: e.opts.StoreID, ReadOnly: readOnly, Owner: e.opts.Owner, Log: e.log, Fetcher: e}
 	if e.journal != nil {
 		topts.Journal = journalSink{j: e.journal, closes: e.closes}
 	}

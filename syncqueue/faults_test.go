@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -269,18 +270,26 @@ func mgShortListing(p *mgProxy, w http.ResponseWriter, r *http.Request, kind str
 }
 
 // A listing that ends early never deletes a local file: a memory missing
-// from it is looked up on its own, and stays.
+// from it is looked up on its own, and stays. It runs in a synctest bubble
+// (bubble_test.go): the intervals pass in virtual time.
 func TestPartialListingDeletesNothing(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testPartialListingDeletesNothing)
+}
+
+func testPartialListingDeletesNothing(t *testing.T) {
 	files := map[string]string{"/a.md": "a", "/b.md": "b", "/c/d.md": "d"}
-	e := mgSetup(t, mgWith(files))
+	e := mgSetupBubble(t, mgWith(files), sqlstore.Options{})
 	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
 	// The background content fetch lists too: the listings counted are
 	// the interval's.
 	e.waitContent()
 	e.proxy.setFault(mgShortListing) // after the mount's own listing
 	loaded := len(e.proxy.requests("list"))
-	eventually(t, "two listings", func() bool { return len(e.proxy.requests("list")) >= loaded+2 })
+	sleep(2 * MinInterval)
+	if n := len(e.proxy.requests("list")) - loaded; n < 2 {
+		t.Fatalf("%d listings in two intervals, want 2", n)
+	}
 	e.afterMerge()
 	for p, c := range files {
 		if got, ok := e.read(p); !ok || got != c {

@@ -198,7 +198,7 @@ const (
 func (f *flusher) plan(pending []journal.Entry, final bool) (ops []op, deletes []journal.Entry) {
 	createAt := map[string]int{} // path -> index in ops of a create
 	var dels []journal.Entry
-	now := f.e.now()
+	now := time.Now()
 	scratch := map[string]bool{}
 	for _, e := range pending {
 		if scratchCreate(e.Origin, e.Path, e.Deleted) {
@@ -228,7 +228,7 @@ func (f *flusher) plan(pending []journal.Entry, final bool) (ops []op, deletes [
 		case !utf8.Valid(e.Content):
 			// Kept locally (the filesystem warned at close), not uploaded
 			// until it is valid.
-			f.waits[e.FileID] = wait{reason: ReasonNotUTF8, lsn: e.LSN, at: f.e.now()}
+			f.waits[e.FileID] = wait{reason: ReasonNotUTF8, lsn: e.LSN, at: time.Now()}
 		case e.Origin == "":
 			createAt[e.Path] = len(ops)
 			ops = append(ops, op{kind: opCreate, entry: e})
@@ -301,7 +301,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	f.passMu.Lock()
 	defer f.passMu.Unlock()
 	e := f.e
-	start := e.now()
+	start := time.Now()
 	if left, err := e.tree.RetryUnjournaled(); left > 0 {
 		f.log.WithError(err).WithField("files", left).Debug("files whose close could not be journaled are still not journaled")
 	}
@@ -382,7 +382,7 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 	unjournaled := len(e.tree.Unjournaled())
 	down := e.outage.isDown()
 	e.syncMu.Lock()
-	f.last = PassInfo{At: start, Duration: e.now().Sub(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0, Trigger: to.trigger}
+	f.last = PassInfo{At: start, Duration: time.Since(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0, Trigger: to.trigger}
 	f.unreached = r.transient > 0 && ctx.Err() == nil
 	if f.last.Clean && !down {
 		f.lastClean = start
@@ -521,7 +521,7 @@ func (f *flusher) judge(o op, err error) (v verdict, first bool) {
 	defer f.e.syncMu.Unlock()
 	v, first = f.judgeLocked(o.entry, err)
 	if o.replace != nil {
-		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: f.e.now()}
+		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: time.Now()}
 	}
 	return v, first
 }
@@ -580,7 +580,7 @@ func (f *flusher) holdAtCap(e journal.Entry) {
 		return
 	}
 	f.waits[e.FileID] = wait{reason: ReasonCap, err: "not sent: the store refused a create at its memory cap, and no memory was deleted since",
-		lsn: e.LSN, at: f.e.now()}
+		lsn: e.LSN, at: time.Now()}
 }
 
 // splitCreates takes the creates out of ops.
@@ -600,7 +600,7 @@ func splitCreates(ops []op) (rest, creates []op) {
 // REQUIRES: f.e.syncMu held.
 func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool) {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
-	w := wait{err: err.Error(), lsn: e.LSN, at: f.e.now()}
+	w := wait{err: err.Error(), lsn: e.LSN, at: time.Now()}
 	v = transientFailure
 	var je *journalError
 	switch {
@@ -620,7 +620,7 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 			first = true
 		}
 		f.capped[e.FileID] = e.LSN
-		f.capw.refused(f.e.now())
+		f.capw.refused(time.Now())
 		w.reason, v = ReasonCap, capFailure
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
 		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -167,19 +168,22 @@ func TestLoadProgressAndSummary(t *testing.T) {
 }
 
 // A pass while the store is unreachable is no sync, even with nothing
-// to send: last_sync keeps the last pass that reached the store.
+// to send: last_sync keeps the last pass that reached the store. It runs
+// in a synctest bubble (bubble_test.go), where each pass has a time of
+// its own by time.Sleep.
 func TestLastSyncNeedsTheStore(t *testing.T) {
 	t.Parallel()
-	e := mgSetup(t, mgFiles)
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tick := func() { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Minute) }
-	e.start(func(o *EngineOptions) { o.Now = clock })
+	synctest.Test(t, testLastSyncNeedsTheStore)
+}
+
+func testLastSyncNeedsTheStore(t *testing.T) {
+	e := mgSetupBubble(t, mgFiles, sqlstore.Options{})
+	e.start(nil)
+	at := time.Now()
 	e.sync(true, false)
 	first := e.eng.Status().LastSync
-	if first == nil || !first.Equal(clock()) {
-		t.Fatalf("last sync %v after a pass with the store up, want %v", first, clock())
+	if first == nil || !first.Equal(at) {
+		t.Fatalf("last sync %v after a pass with the store up, want %v", first, at)
 	}
 	n := e.proxy.setFault(func(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {
 		mgWriteError(w, http.StatusServiceUnavailable, "overloaded_error", "down")
@@ -188,24 +192,26 @@ func TestLastSyncNeedsTheStore(t *testing.T) {
 	e.proxy.releaseFeed()
 	e.proxy.waitNewPoll(t, n)
 	eventually(t, "the store to be reported unreachable", func() bool { return e.eng.Status().Unreachable })
-	tick()
+	time.Sleep(time.Second) // not longer: the overlay's backoff would outgrow eventually's deadline
+	at = time.Now()
 	e.sync(true, false)
 	st := e.eng.Status()
 	if st.LastSync == nil || !st.LastSync.Equal(*first) {
 		t.Errorf("last sync %v after a pass during the outage, want still %v", st.LastSync, first)
 	}
-	if st.LastPass == nil || !st.LastPass.At.Equal(clock()) {
-		t.Errorf("last pass %+v, want the pass at %v", st.LastPass, clock())
+	if st.LastPass == nil || !st.LastPass.At.Equal(at) {
+		t.Errorf("last pass %+v, want the pass at %v", st.LastPass, at)
 	}
 	if st.LastError == "" || st.LastErrorAt == nil {
 		t.Errorf("no last error during the outage: %+v", st)
 	}
 	e.proxy.setFault(nil)
 	eventually(t, "the store to be reported back", func() bool { return !e.eng.Status().Unreachable })
-	tick()
+	time.Sleep(time.Second)
+	at = time.Now()
 	e.sync(true, false)
-	if st := e.eng.Status(); st.LastSync == nil || !st.LastSync.Equal(clock()) {
-		t.Errorf("last sync %v after the store came back, want %v", st.LastSync, clock())
+	if st := e.eng.Status(); st.LastSync == nil || !st.LastSync.Equal(at) {
+		t.Errorf("last sync %v after the store came back, want %v", st.LastSync, at)
 	}
 }
 

@@ -34,7 +34,8 @@ import (
 // the server. Between the engine and the server sits mgProxy, which only
 // records requests and injects the faults a real server can't be made to
 // produce (a lost response, a server without the change feed, an expired
-// cursor, a refused upload).
+// cursor, a refused upload). Tests that need time to pass run the same in
+// a testing/synctest bubble, without sockets (bubble_test.go).
 
 const mgAdminKey = servertest.AdminKey
 
@@ -206,6 +207,7 @@ type mgEnv struct {
 	ids     map[string]string // path -> memory id of the initial files
 
 	proxyURL string
+	bubble   bool // in a synctest bubble: no sockets (mgSetupBubble)
 }
 
 // mgSetup starts the server with a store holding files; the engine is
@@ -225,25 +227,31 @@ func mgSetupWith(t *testing.T, files map[string]string, opts sqlstore.Options) *
 	proxied := httptest.NewServer(e.proxy)
 	t.Cleanup(proxied.Close)
 	t.Cleanup(e.proxy.releaseFeed)
-	ctx := context.Background()
 	e.remote = mgClient(t, direct.URL)
-	st, err := e.remote.CreateStore(ctx, store.CreateStoreInput{Name: t.Name()})
+	e.fill(files)
+	e.proxyURL = proxied.URL
+	return e
+}
+
+// fill creates the store, holding files, through e.remote.
+func (e *mgEnv) fill(files map[string]string) {
+	e.t.Helper()
+	ctx := context.Background()
+	st, err := e.remote.CreateStore(ctx, store.CreateStoreInput{Name: e.t.Name()})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	e.storeID = st.ID
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		m, err := e.remote.CreateMemory(ctx, e.storeID, p, files[p])
 		if err != nil {
-			t.Fatalf("create %s: %v", p, err)
+			e.t.Fatalf("create %s: %v", p, err)
 		}
 		e.ids[p] = m.ID
 	}
 	e.proxy.mu.Lock()
 	e.proxy.reqs = nil
 	e.proxy.mu.Unlock()
-	e.proxyURL = proxied.URL
-	return e
 }
 
 // mgClient is a client whose idle connections are closed when the test
@@ -296,7 +304,7 @@ func (e *mgEnv) startOwned(opt func(*EngineOptions)) *Engine {
 	e.t.Helper()
 	log, hook := logtest.NewNullLogger()
 	e.hook = hook
-	opts := EngineOptions{StoreID: e.storeID, Store: mgClient(e.t, e.proxyURL), StateDir: e.t.TempDir(),
+	opts := EngineOptions{StoreID: e.storeID, Store: e.engineClient(), StateDir: e.t.TempDir(),
 		Interval: mgInterval, PollWait: 2 * time.Second, Log: log}
 	if opt != nil {
 		opt(&opts)

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/sqlstore"
 )
 
 // One test per row of the rule table of docs/sync.md, against a real server
@@ -636,10 +637,15 @@ func mgOnlyFeedNotFound(p *mgProxy, w http.ResponseWriter, r *http.Request, kind
 // memory versions: remote changes (an update, a create, a delete) arrive,
 // only the memories the versions name are fetched, and the store is not
 // listed again (its listing is the mount's, and the safety net's every 10
-// minutes).
+// minutes). It runs in a synctest bubble (bubble_test.go): the intervals
+// pass in virtual time.
 func TestOverlayVersionsFollow(t *testing.T) {
 	t.Parallel()
-	e := mgSetup(t, mgWith(map[string]string{"/same.md": "unchanged\n"}))
+	synctest.Test(t, testOverlayVersionsFollow)
+}
+
+func testOverlayVersionsFollow(t *testing.T) {
+	e := mgSetupBubble(t, mgWith(map[string]string{"/same.md": "unchanged\n"}), sqlstore.Options{})
 	e.proxy.setFault(mgOnlyFeedNotFound)
 	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
 	e.waitContent()
@@ -650,17 +656,12 @@ func TestOverlayVersionsFollow(t *testing.T) {
 	e.remotePut("/a.md", "theirs a\n")
 	e.remoteDelete("/dir/c.md")
 	e.remotePut("/new.md", "theirs new\n")
-	start := time.Now()
-	for !func() bool {
-		a, _ := e.read("/a.md")
-		_, c := e.read("/dir/c.md")
-		n, _ := e.read("/new.md")
-		return a == "theirs a\n" && !c && n == "theirs new\n"
-	}() {
-		if time.Since(start) > 3*MinInterval {
-			t.Fatalf("remote changes did not arrive within %s through the versions", 3*MinInterval)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
+	sleep(3 * MinInterval)
+	a, _ := e.read("/a.md")
+	_, c := e.read("/dir/c.md")
+	n, _ := e.read("/new.md")
+	if a != "theirs a\n" || c || n != "theirs new\n" {
+		t.Fatalf("remote changes did not arrive within %s through the versions", 3*MinInterval)
 	}
 	e.wantLocal("/same.md", "unchanged\n")
 	for _, g := range e.proxy.requests("get") {
@@ -678,9 +679,15 @@ func TestOverlayVersionsFollow(t *testing.T) {
 
 // Against a server without the change feed and the memory versions,
 // remote changes still arrive: the overlay lists the store every interval.
+// It runs in a synctest bubble (bubble_test.go): the intervals pass in
+// virtual time.
 func TestOverlayListingFallback(t *testing.T) {
 	t.Parallel()
-	e := mgSetup(t, mgWith(map[string]string{"/same.md": "unchanged\n"}))
+	synctest.Test(t, testOverlayListingFallback)
+}
+
+func testOverlayListingFallback(t *testing.T) {
+	e := mgSetupBubble(t, mgWith(map[string]string{"/same.md": "unchanged\n"}), sqlstore.Options{})
 	e.proxy.setFault(mgFeedNotFound)
 	e.start(func(o *EngineOptions) { o.Interval = MinInterval })
 	e.waitContent()
@@ -697,21 +704,14 @@ func TestOverlayListingFallback(t *testing.T) {
 	e.mustWrite("/b.md", "mine b\n")
 	e.remoteDelete("/dir/c.md")
 	e.remotePut("/new.md", "theirs new\n")
-	start := time.Now()
-	deadline := 3 * MinInterval
-	for !func() bool {
-		a, _ := e.read("/a.md")
-		b, _ := e.read("/b.md")
-		_, c := e.read("/dir/c.md")
-		n, _ := e.read("/new.md")
-		return a == "theirs a\n" && b == "theirs b\n" && !c && n == "theirs new\n"
-	}() {
-		if time.Since(start) > deadline {
-			t.Fatalf("remote changes did not arrive within %s without the feed", deadline)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
+	sleep(3 * MinInterval)
+	a, _ := e.read("/a.md")
+	b, _ := e.read("/b.md")
+	_, c := e.read("/dir/c.md")
+	n, _ := e.read("/new.md")
+	if a != "theirs a\n" || b != "theirs b\n" || c || n != "theirs new\n" {
+		t.Fatalf("remote changes did not arrive within %s without the feed", 3*MinInterval)
 	}
-	t.Logf("remote changes arrived %s after they were made (interval %s)", time.Since(start).Round(time.Millisecond), MinInterval)
 	e.checkConflict("/b.md", "mine b\n", "theirs b\n")
 	e.wantLocal("/same.md", "unchanged\n")
 	// Only what changed was fetched, not the unchanged memory; the deleted

@@ -21,7 +21,6 @@ import (
 // no outage.
 type outage struct {
 	log logrus.FieldLogger
-	now func() time.Time
 
 	mu       sync.Mutex
 	down     bool      // GUARDED_BY(mu)
@@ -36,7 +35,7 @@ func (o *outage) fail(err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
-	o.lastErr, o.lastAt = err, o.now()
+	o.lastErr, o.lastAt = err, time.Now()
 	if isRefusal(err) {
 		if !o.refused {
 			o.refused = true
@@ -55,7 +54,7 @@ func (o *outage) ok() {
 	defer o.mu.Unlock()
 	o.refused = false
 	if o.down {
-		o.log.WithFields(logrus.Fields{"failures": o.failures, "outage": o.now().Sub(o.since).Round(time.Millisecond).String()}).Info("store recovered")
+		o.log.WithFields(logrus.Fields{"failures": o.failures, "outage": time.Since(o.since).Round(time.Millisecond).String()}).Info("store recovered")
 		o.down, o.failures = false, 0
 	}
 }

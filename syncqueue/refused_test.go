@@ -3,6 +3,9 @@ package syncqueue
 import (
 	"net/http"
 	"testing"
+	"testing/synctest"
+
+	"github.com/memfs/memfs/store/sqlstore"
 )
 
 // A store that answers the change feed with 401 (a token revoked while
@@ -10,10 +13,15 @@ import (
 // its message, once however many polls fail, never "store unreachable";
 // status gives the message and does not call the store unreachable.
 // (The proxy answers 401 as the server would: a real token can't be
-// revoked in the middle of a test.)
+// revoked in the middle of a test.) It runs in a synctest bubble
+// (bubble_test.go): the overlay's backoff passes in virtual time.
 func TestFeedRefusedIsNotAnOutage(t *testing.T) {
 	t.Parallel()
-	e := mgSetup(t, mgFiles)
+	synctest.Test(t, testFeedRefusedIsNotAnOutage)
+}
+
+func testFeedRefusedIsNotAnOutage(t *testing.T) {
+	e := mgSetupBubble(t, mgFiles, sqlstore.Options{})
 	e.start(nil)
 	const msg = "the session of this token has ended"
 	n := e.proxy.setFault(func(p *mgProxy, w http.ResponseWriter, r *http.Request, kind string, body []byte) bool {

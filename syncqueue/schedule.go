@@ -28,8 +28,9 @@ import (
 // and the interval's cadence restarts from the failed quiet pass: a failing
 // store gets at most one attempt per interval, never one per quiet period.
 //
-// The schedule runs on real timers (like the stall watchdog), not on
-// EngineOptions.Now: tests run it in a testing/synctest bubble.
+// The schedule runs on real timers and reads time.Now, as the rest of the
+// engine does: tests that need time to pass run the engine in a
+// testing/synctest bubble.
 
 // Pass triggers: what started a pass (PassInfo.Trigger, and the trigger
 // field of the "sync pass" log line).

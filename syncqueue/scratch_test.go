@@ -6,24 +6,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/store/sqlstore"
 )
-
-// mgClock is a clock a test moves by hand (EngineOptions.Now).
-type mgClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newMgClock() *mgClock { return &mgClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *mgClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *mgClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
 // pendingAt is the pending change at path p in status, or false.
 func pendingAt(st Status, p string) (PendingChange, bool) {
@@ -44,22 +33,27 @@ func pendingAt(st Status, p string) (PendingChange, bool) {
 // is one create at its own name. A file left at a scratch name (a tool
 // killed between close and rename, or a user's own file of that name) is
 // uploaded by the first pass after its grace, and one written just before
-// the end by the final sync: the end leaves nothing.
+// the end by the final sync: the end leaves nothing. It runs in a synctest
+// bubble (bubble_test.go), where the grace passes by time.Sleep.
 func TestScratchHeldThenUploaded(t *testing.T) {
-	e := mgSetup(t, map[string]string{"/notes/a.md": "v1\n"})
-	clock := newMgClock()
-	eng := e.startOwned(func(o *EngineOptions) { o.Now = clock.Now })
+	synctest.Test(t, testScratchHeldThenUploaded)
+}
+
+func testScratchHeldThenUploaded(t *testing.T) {
+	e := mgSetupBubble(t, map[string]string{"/notes/a.md": "v1\n"}, sqlstore.Options{})
+	eng := e.startOwned(nil)
 	target := e.ids["/notes/a.md"]
 
 	tmp := "/notes/.agenttoolset-1234567890"
 	e.mustWrite(tmp, "v2\n")
+	seen := time.Now() // the pass that first sees the temporary file starts its grace
 	if res := e.sync(true, true); res.Uploaded+res.Deleted != 0 || res.Left != 1 {
 		t.Fatalf("a pass between the close and the rename = %+v, want nothing uploaded and the temporary file left", res)
 	}
 	st := eng.Status()
 	c, ok := pendingAt(st, tmp)
-	if !ok || c.Op != "create" || c.Reason != ReasonScratch || !c.Until.Equal(clock.Now().Add(ScratchGrace)) || st.PendingUploads != 1 {
-		t.Errorf("status of the temporary file: %+v (%d uploads pending); want a create held until %v", st.Pending, st.PendingUploads, clock.Now().Add(ScratchGrace))
+	if !ok || c.Op != "create" || c.Reason != ReasonScratch || !c.Until.Equal(seen.Add(ScratchGrace)) || st.PendingUploads != 1 {
+		t.Errorf("status of the temporary file: %+v (%d uploads pending); want a create held until %v", st.Pending, st.PendingUploads, seen.Add(ScratchGrace))
 	}
 	e.rename(tmp, "/notes/a.md")
 	if res := e.sync(true, true); res.Uploaded != 1 || res.Deleted != 0 || res.Left != 0 {
@@ -95,11 +89,11 @@ func TestScratchHeldThenUploaded(t *testing.T) {
 	if res := e.sync(true, true); res.Uploaded != 0 || res.Left != 1 {
 		t.Fatalf("the first pass to see a stray = %+v, want it held and left", res)
 	}
-	clock.Add(ScratchGrace - time.Millisecond)
+	time.Sleep(ScratchGrace - time.Millisecond)
 	if res := e.sync(true, true); res.Uploaded != 0 || res.Left != 1 {
 		t.Fatalf("a pass within the grace = %+v, want it held", res)
 	}
-	clock.Add(time.Millisecond)
+	time.Sleep(time.Millisecond)
 	if c, _ := pendingAt(eng.Status(), stray); c.Reason != ReasonWaiting {
 		t.Errorf("status of the stray once its grace is over: %+v, want it waiting for the next pass", c)
 	}

@@ -167,7 +167,7 @@ func (e *Engine) Status() Status {
 			s.LastSync = &t
 		}
 	}
-	now := e.now()
+	now := time.Now()
 	for _, p := range e.journal.Snapshot() {
 		c := PendingChange{Path: p.Path, Reason: ReasonWaiting, MemoryID: p.Origin}
 		switch {

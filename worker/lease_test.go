@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -29,25 +30,26 @@ func (f *failingBeats) Heartbeat(ctx context.Context, envID, workID, expected st
 	return &store.Heartbeat{LeaseExtended: true, State: store.WorkActive}, nil
 }
 
-// A failed heartbeat is reported to the lease's failed hook (metrics).
+// A failed heartbeat is reported to the lease's failed hook (metrics). In
+// a synctest bubble, synctest.Wait returns once the lease waits for its
+// next beat: the first has been sent and answered by then.
 func TestLeaseReportsFailedHeartbeats(t *testing.T) {
-	var failed atomic.Int32
-	l := newLease(&failingBeats{fails: 1}, "env_x", "work_x", "", logrus.New())
-	l.failed = func() { failed.Add(1) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.run(ctx) }()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
-	for failed.Load() == 0 {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		var failed atomic.Int32
+		l := newLease(&failingBeats{fails: 1}, "env_x", "work_x", "", logrus.New())
+		l.failed = func() { failed.Add(1) }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); l.run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		if failed.Load() == 0 {
 			t.Fatal("the failed heartbeat was not reported")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	select {
-	case e := <-l.end:
-		t.Errorf("one failed heartbeat ended the session (%s)", e)
-	default:
-	}
+		select {
+		case e := <-l.end:
+			t.Errorf("one failed heartbeat ended the session (%s)", e)
+		default:
+		}
+	})
 }

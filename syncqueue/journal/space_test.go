@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/memfs/memfs/test/harness"
 )
@@ -140,13 +139,10 @@ func TestFullDiskRecoversByItself(t *testing.T) {
 	}
 	// Space comes back: the journal saves and shrinks by itself.
 	release()
-	deadline := time.Now().Add(10 * time.Second)
-	for s := j.Stats(); s.Unsaved || s.FileBytes > testEmptyLen; s = j.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the journal did not recover once there was room: %+v", s)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
+	eventually(t, "the journal to save and shrink once there was room", func() bool {
+		s := j.Stats()
+		return !s.Unsaved && s.FileBytes <= testEmptyLen
+	})
 	put(t, j, "after", "/after", "written once there was room")
 	closeJ(t, j)
 	j = open(t, dir, opts)
@@ -168,13 +164,10 @@ func TestFullDiskEmptyJournalCutInPlace(t *testing.T) {
 	if err := j.Confirm("f", lsn, "mem_f", "sha", "/f"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s := j.Stats(); s.FileBytes > testEmptyLen || s.Unsaved; s = j.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the journal was not cut back on a full disk: %+v", s)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
+	eventually(t, "the journal to be cut back on a full disk", func() bool {
+		s := j.Stats()
+		return s.FileBytes <= testEmptyLen && !s.Unsaved
+	})
 	release()
 	closeJ(t, j)
 	j = open(t, dir, opts)
