@@ -117,17 +117,15 @@ type PassInfo struct {
 	Trigger string `json:"trigger"`
 }
 
-// opKind is what one planned request does.
-type opKind int
-
+// What one planned request does: reconcile's kinds, named short here.
 const (
-	opCreate opKind = iota
-	opUpdate
+	opCreate = reconcile.UploadCreate
+	opUpdate = reconcile.UploadUpdate
 )
 
 // op is one planned create or update.
 type op struct {
-	kind    opKind
+	kind    reconcile.UploadKind // opCreate or opUpdate
 	entry   journal.Entry
 	replace *journal.Entry // update: a pending delete at the same path folded into this create
 	gen     uint64         // e.ms.gen of the target as planned
@@ -222,10 +220,7 @@ func (f *flusher) plan(pending []journal.Entry, final, capFull bool) (ops, held 
 func (f *flusher) ops(pending []journal.Entry, planned []reconcile.UploadOp) []op {
 	var ops []op
 	for _, p := range planned {
-		o := op{kind: opUpdate, entry: pending[p.Item]}
-		if p.Kind == reconcile.UploadCreate {
-			o.kind = opCreate
-		}
+		o := op{kind: p.Kind, entry: pending[p.Item]}
 		if p.Replace >= 0 {
 			d := pending[p.Replace]
 			o.replace = &d
@@ -525,7 +520,7 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 func (f *flusher) judge(o op, err error) (v reconcile.Verdict, first bool) {
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
-	v, first = f.judgeLocked(o.entry, o.uploadKind(), err)
+	v, first = f.judgeLocked(o.entry, o.kind, err)
 	if o.replace != nil {
 		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: f.e.now()}
 	}
@@ -692,14 +687,6 @@ type createdInstead struct{ err error }
 
 func (c *createdInstead) Error() string { return c.err.Error() }
 func (c *createdInstead) Unwrap() error { return c.err }
-
-// uploadKind is the kind of o's request, as reconcile names it.
-func (o op) uploadKind() reconcile.UploadKind {
-	if o.kind == opCreate {
-		return reconcile.UploadCreate
-	}
-	return reconcile.UploadUpdate
-}
 
 // sortByLSN orders ops as their changes were made.
 func sortByLSN(ops []op) {
