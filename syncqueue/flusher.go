@@ -426,7 +426,8 @@ func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bo
 		if err != nil {
 			return nil, false, err
 		}
-		if f.othersMemory(e, m) {
+		a := reconcile.Answer{Op: opCreate, Status: 200, OthersMemory: f.othersMemory(e, m)}
+		if v, _ := reconcile.JudgeAnswer(a); v == reconcile.VerdictRetryPath {
 			return nil, false, store.PathConflict(e.Path, m.ID, m.Path)
 		}
 		return m, false, nil
@@ -450,10 +451,10 @@ func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bo
 // bytes for our own earlier create whose response was lost; but this one
 // is still where another file of this mount left it ("mv a b; touch a",
 // two empty files): adopting it would bind two files to one memory and
-// lose e when the other's change goes up. It is a path conflict instead,
-// retried once the other change is uploaded. (Decided on the pass's
-// starting state: the other change may be confirmed by a concurrent
-// upload between the create and this check.)
+// lose e when the other's change goes up. It is a path conflict instead
+// (R23, reconcile.AnswerRules), retried once the other change is
+// uploaded. (Decided on the pass's starting state: the other change may
+// be confirmed by a concurrent upload between the create and this check.)
 func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 	return e.Origin == "" && f.moving[m.ID]
 }

@@ -31,6 +31,11 @@ type Answer struct {
 	// HoldsSent: the memory the answer is about holds exactly the bytes
 	// sent (and sits at the path asked for).
 	HoldsSent bool
+	// OthersMemory: a create was answered with a memory (the client took
+	// it for our own create whose response was lost, R22) that is the
+	// copy of another local file whose move or delete was pending when
+	// the pass began ("mv a b; touch a", two empty files).
+	OthersMemory bool
 	// Canceled: the request was cancelled before an answer came (a
 	// second signal cut the final sync short): not a failure of the store.
 	Canceled bool
@@ -110,6 +115,8 @@ type AnswerRule struct {
 var AnswerRules = []AnswerRule{
 	{ID: "R19", When: "the store took it, but the journal could not record the answer: retried next pass",
 		Match: func(a Answer) bool { return a.Unrecorded }, Verdict: VerdictUnrecorded},
+	{ID: "R23", When: "a create answered with the memory of another local file whose change is pending: not ours, a path conflict",
+		Match: func(a Answer) bool { return a.Op == UploadCreate && a.Status == 200 && a.OthersMemory }, Verdict: VerdictRetryPath},
 	{ID: "R19", When: "200",
 		Match: func(a Answer) bool { return a.Status == 200 }, Verdict: VerdictSettle},
 	{ID: "R22", When: "a create, or an update with a precondition, answered 409 where the memory holds exactly the bytes sent: a lost response",

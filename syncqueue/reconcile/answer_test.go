@@ -25,6 +25,7 @@ var answerCases = []answerCase{
 	{"R21 update answered 404", Answer{Op: UploadUpdate, Status: 404}, VerdictRecreate},
 	{"R22 create answered 409 path conflict, the memory holds the bytes sent", Answer{Op: UploadCreate, Status: 409, Code: CodePathConflict, HoldsSent: true}, VerdictSettle},
 	{"R22 update answered 409 precondition failed, the memory holds the bytes sent", Answer{Op: UploadUpdate, Status: 409, Code: CodePrecondition, HoldsSent: true}, VerdictSettle},
+	{"R23 create answered 200 with another local file's memory", Answer{Op: UploadCreate, Status: 200, OthersMemory: true}, VerdictRetryPath},
 	{"R23 create answered 409 path conflict", Answer{Op: UploadCreate, Status: 409, Code: CodePathConflict}, VerdictRetryPath},
 	{"R23 update (a move) answered 409 path conflict", Answer{Op: UploadUpdate, Status: 409, Code: CodePathConflict}, VerdictRetryPath},
 	{"R24 create answered 422 memory_limit_reached", Answer{Op: UploadCreate, Status: 422, Code: CodeMemoryLimit}, VerdictWaitCap},
