@@ -3,20 +3,13 @@ package syncqueue
 import (
 	"context"
 	"errors"
-	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/syncqueue/journal"
+	"github.com/memfs/memfs/syncqueue/reconcile"
 )
-
-// deleteCap is how many deletes one pass may send: a quarter of the store,
-// at least 8, at most 50.
-func deleteCap(storeSize int) int {
-	return min(max(storeSize/4, 8), 50)
-}
 
 // deleteOutcome is what sendDeletes did.
 type deleteOutcome struct {
@@ -46,12 +39,12 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 		return out
 	}
 	for _, d := range due {
-		switch e.opts.Deletions {
-		case DeletionsDisabled:
+		switch deleteMode(e.opts.Deletions).Disposal() {
+		case reconcile.DeleteSettleOnly:
 			// Never delete in the store; the file stays gone locally.
 			e.locked(func() { f.settleDelete(d) })
 			continue
-		case DeletionsLogOnly:
+		case reconcile.DeleteLogSettle:
 			f.log.WithField("path", d.Path).Warn("would delete memory " + d.Path)
 			e.locked(func() { f.settleDelete(d) })
 			continue
@@ -59,70 +52,76 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 		sha := d.BaseSHA
 		err := e.opts.Store.DeleteMemory(ctx, e.opts.StoreID, d.Origin, &sha)
 		e.syncMu.Lock()
-		switch {
-		case err == nil, errors.Is(err, store.ErrNotFound):
-			f.credErr = nil
-			f.settleDelete(d)
-			e.ms.forget(d.Origin)
-			out.sent++
-			out.left--
-			f.storeSize--
-		case errors.Is(err, store.ErrPreconditionFailed):
-			// The store changed it: the store's version comes back.
-			out.conflicted = append(out.conflicted, d.Origin)
-		default:
-			if v, _ := f.judgeLocked(d, err); v == transientFailure {
-				out.transient++
-				if out.firstErr == nil {
-					out.firstErr = err
-				}
-			} else {
-				out.failed++
-			}
-		}
+		f.deleteAnswered(d, err, &out)
 		e.syncMu.Unlock()
 	}
 	return out
 }
 
-// dueDeletes decides which pending deletes go in this pass. guard is set
-// when every file of the store disappeared at once.
+// deleteAnswered carries out the verdict on the store's answer to a
+// delete: 200 or 404 settle it; 409 brings the store's version back
+// (R16, after the pass's uploads); anything else waits as an upload does.
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) deleteAnswered(d journal.Entry, err error, out *deleteOutcome) {
+	switch v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadDelete, err)); v {
+	case reconcile.VerdictSettle:
+		f.credErr = nil
+		f.settleDelete(d)
+		f.e.ms.forget(d.Origin)
+		out.sent++
+		out.left--
+		f.storeSize--
+	case reconcile.VerdictResolve:
+		// The store changed it: the store's version comes back.
+		out.conflicted = append(out.conflicted, d.Origin)
+	case reconcile.VerdictOutage, reconcile.VerdictCutShort:
+		f.waitLocked(d, v, err)
+		out.transient++
+		if out.firstErr == nil {
+			out.firstErr = err
+		}
+	default:
+		f.waitLocked(d, v, err)
+		out.failed++
+	}
+}
+
+// deleteMode is the deletion mode (Options.Deletions) as reconcile names it.
+func deleteMode(deletions string) reconcile.DeleteMode {
+	switch deletions {
+	case DeletionsLogOnly:
+		return reconcile.DeleteLogOnly
+	case DeletionsDisabled:
+		return reconcile.DeleteDisabled
+	}
+	return reconcile.DeleteEnabled
+}
+
+// dueDeletes decides which pending deletes go in this pass
+// (reconcile.PlanDeletes), and keeps the watches of the 30 s rule. guard
+// is set when every file of the store disappeared at once.
 //
 // REQUIRES: f.e.syncMu held.
 func (f *flusher) dueDeletes(dels []journal.Entry, to passOptions) (due []journal.Entry, guard bool, out deleteOutcome) {
-	now := time.Now()
-	live := map[string]bool{}
+	r := reconcile.DeleteRound{Watches: f.deleteSeen, Send: to.deletes, Waive: to.waiveDelay, Now: time.Now(), Pass: f.ticks,
+		Delay: f.e.opts.DeleteDelay, StoreSize: f.storeSize}
 	for _, d := range dels {
-		live[d.FileID] = true
+		r.Pending = append(r.Pending, reconcile.PendingDelete{FileID: d.FileID, LSN: d.LSN})
 	}
-	for id := range f.deleteSeen {
-		if !live[id] {
-			delete(f.deleteSeen, id) // reappeared or settled: cancel the watch
-		}
+	if len(dels) > 0 && to.deletes {
+		r.LocalFiles = f.e.tree.FileCount()
 	}
+	pl := reconcile.PlanDeletes(r)
+	f.deleteSeen = pl.Watches
 	out.left = len(dels)
-	if len(dels) == 0 || !to.deletes {
-		return nil, false, out
+	if pl.HeldBack > 0 {
+		f.log.WithFields(logrus.Fields{"sending": len(pl.Due), "held_back": pl.HeldBack}).Warn("deletions held back by the per-pass cap; the rest follow on later passes")
 	}
-	if f.storeSize >= 2 && len(dels) >= f.storeSize && f.e.tree.FileCount() == 0 {
-		return nil, true, out
+	for _, i := range pl.Due {
+		due = append(due, dels[i])
 	}
-	for _, d := range dels {
-		w, ok := f.deleteSeen[d.FileID]
-		if !ok || w.lsn != d.LSN {
-			w = deleteWatch{lsn: d.LSN, tick: f.ticks, at: now}
-			f.deleteSeen[d.FileID] = w
-		}
-		if to.waiveDelay || (now.Sub(w.at) >= f.e.opts.DeleteDelay && f.ticks > w.tick) {
-			due = append(due, d)
-		}
-	}
-	sort.Slice(due, func(i, j int) bool { return due[i].LSN < due[j].LSN })
-	if limit := deleteCap(f.storeSize); len(due) > limit {
-		f.log.WithFields(logrus.Fields{"sending": limit, "held_back": len(due) - limit}).Warn("deletions held back by the per-pass cap; the rest follow on later passes")
-		due = due[:limit]
-	}
-	return due, false, out
+	return due, pl.Guard, out
 }
 
 // settleDelete releases a pending delete (sent, or not to be sent).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/syncqueue/journal"
+	"github.com/memfs/memfs/syncqueue/reconcile"
 )
 
 // flusher uploads the journal's pending entries: the net change of every
@@ -44,7 +44,7 @@ type flusher struct {
 	// waits says, per file, why its change did not go up at the last try
 	// (for status); cleared when it goes up.
 	waits      map[string]wait
-	deleteSeen map[string]deleteWatch // fileID -> when a pass first saw its pending delete
+	deleteSeen map[string]reconcile.DeleteWatch // fileID -> when a pass first saw its pending delete
 	// moving holds the memories with a pending change (a move, an edit or
 	// a delete of their local file) as the pass began; set before its
 	// uploads start and only read by them.
@@ -67,15 +67,9 @@ type wait struct {
 	at     time.Time
 }
 
-type deleteWatch struct {
-	lsn  uint64
-	tick int
-	at   time.Time
-}
-
 func newFlusher(e *Engine, storeSize int) *flusher {
 	return &flusher{e: e, log: e.log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
-		waits: map[string]wait{}, deleteSeen: map[string]deleteWatch{}, scratchSeen: map[string]time.Time{}, capw: newCapWait()}
+		waits: map[string]wait{}, deleteSeen: map[string]reconcile.DeleteWatch{}, scratchSeen: map[string]time.Time{}, capw: newCapWait()}
 }
 
 type passOptions struct {
@@ -123,17 +117,15 @@ type PassInfo struct {
 	Trigger string `json:"trigger"`
 }
 
-// opKind is what one planned request does.
-type opKind int
-
+// What one planned request does: reconcile's kinds, named short here.
 const (
-	opCreate opKind = iota
-	opUpdate
+	opCreate = reconcile.UploadCreate
+	opUpdate = reconcile.UploadUpdate
 )
 
 // op is one planned create or update.
 type op struct {
-	kind    opKind
+	kind    reconcile.UploadKind // opCreate or opUpdate
 	entry   journal.Entry
 	replace *journal.Entry // update: a pending delete at the same path folded into this create
 	gen     uint64         // e.ms.gen of the target as planned
@@ -154,19 +146,6 @@ func (o op) base() string {
 	}
 	return o.entry.BaseSHA
 }
-
-// verdict is what a failed change means for the next pass.
-type verdict int
-
-const (
-	transientFailure  verdict = iota // retried next pass; counts toward an outage
-	refusedFailure                   // the store refused the content: retried once it changes
-	capFailure                       // the store is at its memory cap: retried on a sign of room (capwait.go)
-	conflictFailure                  // the store changed it too: the store wins
-	credentialFailure                // the store refused the credential (401/403): retried every pass, no outage
-	pathFailure                      // a path conflict: retried after the pass's other changes
-	journalFailure                   // the journal could not record the answer: retried next pass, no outage
-)
 
 // Reasons a change waits, as status shows them (docs/sync.md, "Why a
 // change waits").
@@ -189,23 +168,33 @@ const (
 	ReasonCutShort = "the final sync was cut short"
 )
 
-// plan turns pending entries into requests. An entry that deletes memory
-// M at path P and a new file created at P in the same pass become one
-// update of M (an editor's atomic save keeps the memory's id). A create at
-// a scratch name is held for its grace, except by a final pass.
+// plan turns pending entries into requests (reconcile.PlanUploads): an
+// entry that deletes memory M at path P and a new file created at P in the
+// same pass become one update of M (an editor's atomic save keeps the
+// memory's id); a create at a scratch name is held for its grace, except
+// by a final pass; with the store at its cap (capFull), creates wait apart
+// (held). It keeps the scratch names' first sightings and records why a
+// change not UTF-8 waits.
 //
 // REQUIRES: f.e.syncMu held.
-func (f *flusher) plan(pending []journal.Entry, final bool) (ops []op, deletes []journal.Entry) {
-	createAt := map[string]int{} // path -> index in ops of a create
-	var dels []journal.Entry
+func (f *flusher) plan(pending []journal.Entry, final, capFull bool) (ops, held []op, deletes []journal.Entry) {
 	now := time.Now()
+	items := make([]reconcile.PlanItem, len(pending))
 	scratch := map[string]bool{}
-	for _, e := range pending {
+	for i, e := range pending {
+		items[i] = reconcile.PlanItem{FileID: e.FileID, LSN: e.LSN, Path: e.Path, Origin: e.Origin, Deleted: e.Deleted}
+		if lsn, ok := f.refused[e.FileID]; ok && lsn == e.LSN {
+			items[i].Refused = true
+		}
+		if !e.Deleted {
+			items[i].NotUTF8 = !utf8.Valid(e.Content)
+		}
 		if scratchCreate(e.Origin, e.Path, e.Deleted) {
 			scratch[e.FileID] = true
 			if _, ok := f.scratchSeen[e.FileID]; !ok {
 				f.scratchSeen[e.FileID] = now
 			}
+			items[i].Scratch, items[i].ScratchUntil = true, scratchUntil(f.scratchSeen[e.FileID])
 		}
 	}
 	for id := range f.scratchSeen {
@@ -213,41 +202,33 @@ func (f *flusher) plan(pending []journal.Entry, final bool) (ops []op, deletes [
 			delete(f.scratchSeen, id) // renamed, removed or uploaded
 		}
 	}
-	for _, e := range pending {
-		if lsn, ok := f.refused[e.FileID]; ok && lsn == e.LSN {
-			continue
-		}
-		switch {
-		case e.Deleted && e.Origin == "":
-			// never uploaded; nothing to do
-		case scratch[e.FileID] && !final && now.Before(scratchUntil(f.scratchSeen[e.FileID])):
-			// a write tool's temporary file: renamed over its target
-			// soon, held meanwhile (scratch.go; status says why)
-		case e.Deleted:
-			dels = append(dels, e)
-		case !utf8.Valid(e.Content):
-			// Kept locally (the filesystem warned at close), not uploaded
-			// until it is valid.
-			f.waits[e.FileID] = wait{reason: ReasonNotUTF8, lsn: e.LSN, at: time.Now()}
-		case e.Origin == "":
-			createAt[e.Path] = len(ops)
-			ops = append(ops, op{kind: opCreate, entry: e})
-		default:
-			ops = append(ops, op{kind: opUpdate, entry: e})
-		}
+	pl := reconcile.PlanUploads(items, reconcile.PlanPass{Now: now, Final: final, CapFull: capFull})
+	for _, i := range pl.NotUTF8 {
+		// Kept locally (the filesystem warned at close), not uploaded
+		// until it is valid.
+		f.waits[pending[i].FileID] = wait{reason: ReasonNotUTF8, lsn: pending[i].LSN, at: now}
 	}
-	for _, d := range dels {
-		if i, ok := createAt[d.Path]; ok && ops[i].replace == nil {
-			d := d
-			ops[i].kind, ops[i].replace = opUpdate, &d
-			continue
+	for _, i := range pl.Deletes {
+		deletes = append(deletes, pending[i])
+	}
+	return f.ops(pending, pl.Ops), f.ops(pending, pl.AtCap), deletes
+}
+
+// ops turns planned uploads into ops on pending's entries.
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) ops(pending []journal.Entry, planned []reconcile.UploadOp) []op {
+	var ops []op
+	for _, p := range planned {
+		o := op{kind: p.Kind, entry: pending[p.Item]}
+		if p.Replace >= 0 {
+			d := pending[p.Replace]
+			o.replace = &d
 		}
-		deletes = append(deletes, d)
+		o.gen = f.e.ms.gen[o.target()]
+		ops = append(ops, o)
 	}
-	for i := range ops {
-		ops[i].gen = f.e.ms.gen[ops[i].target()]
-	}
-	return ops, deletes
+	return ops
 }
 
 // passRun collects what one pass did, from concurrent uploads.
@@ -267,22 +248,22 @@ func (r *passRun) done(o op) {
 	r.res.Uploaded++
 }
 
-func (r *passRun) failed(o op, v verdict, first bool, err error) {
+func (r *passRun) failed(o op, v reconcile.Verdict, first bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if first {
 		r.res.Refused++
 	}
 	switch v {
-	case pathFailure:
+	case reconcile.VerdictRetryPath:
 		r.retry = append(r.retry, o)
 		return
-	case capFailure:
+	case reconcile.VerdictWaitCap:
 		r.capped = append(r.capped, o)
 		return
-	case conflictFailure:
+	case reconcile.VerdictResolve:
 		r.conflicted = append(r.conflicted, o.target())
-	case transientFailure:
+	case reconcile.VerdictOutage, reconcile.VerdictCutShort:
 		r.transient++
 		if r.firstErr == nil {
 			r.firstErr = err
@@ -315,44 +296,16 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 			f.moving[p.Origin] = true
 		}
 	}
-	ops, deletes := f.plan(pending, to.final)
 	// A store known to be at its cap gets no creates but those tried one
 	// at a time after the deletes, on a sign of room (capwait.go).
 	full, probe := f.capw.full, f.capw.mayTry(start, false, to.final)
-	var held []op
-	if full {
-		ops, held = splitCreates(ops)
-	}
+	ops, held, deletes := f.plan(pending, to.final, full)
 	e.syncMu.Unlock()
 
 	r := &passRun{capped: held}
-	g := new(errgroup.Group)
-	g.SetLimit(e.opts.Concurrency)
-	for _, o := range ops {
-		g.Go(func() error {
-			if o.kind == opCreate && f.capFull() {
-				// Another create of this pass was refused at the cap.
-				r.failed(o, capFailure, false, nil)
-				return nil
-			}
-			if err := f.upload(ctx, o); err != nil {
-				v, first := f.judge(o, err)
-				r.failed(o, v, first, err)
-			} else {
-				r.done(o)
-			}
-			return nil
-		})
-	}
-	g.Wait() // the goroutines return nil
+	f.uploadAll(ctx, r, ops)
 	d := f.sendDeletes(ctx, deletes, to)
-	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
-	r.res.Failed += d.failed
-	r.transient += d.transient
-	if r.firstErr == nil {
-		r.firstErr = d.firstErr
-	}
-	r.conflicted = append(r.conflicted, d.conflicted...)
+	r.addDeletes(d)
 	f.retryCapped(ctx, r, d.sent > 0 || (full && probe))
 	f.resolvePaths(ctx, r)
 	if !to.final || to.deletes {
@@ -366,6 +319,52 @@ func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
 		}
 	}
 	r.res.Conflicts = len(r.conflicted)
+	return f.endPass(ctx, to, start, r)
+}
+
+// uploadAll sends ops, with bounded concurrency, and collects the answers
+// in r.
+//
+// REQUIRES: f.e.syncMu NOT held.
+func (f *flusher) uploadAll(ctx context.Context, r *passRun, ops []op) {
+	g := new(errgroup.Group)
+	g.SetLimit(f.e.opts.Concurrency)
+	for _, o := range ops {
+		g.Go(func() error {
+			if o.kind == opCreate && f.capFull() {
+				// Another create of this pass was refused at the cap.
+				r.failed(o, reconcile.VerdictWaitCap, false, nil)
+				return nil
+			}
+			if err := f.upload(ctx, o); err != nil {
+				v, first := f.judge(o, err)
+				r.failed(o, v, first, err)
+			} else {
+				r.done(o)
+			}
+			return nil
+		})
+	}
+	g.Wait() // the goroutines return nil
+}
+
+// addDeletes adds what the pass's deletes did to r.
+func (r *passRun) addDeletes(d deleteOutcome) {
+	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
+	r.res.Failed += d.failed
+	r.transient += d.transient
+	if r.firstErr == nil {
+		r.firstErr = d.firstErr
+	}
+	r.conflicted = append(r.conflicted, d.conflicted...)
+}
+
+// endPass reports the pass that began at start: to the outage watch, the
+// log, the flusher's record of the last pass and the observer.
+//
+// REQUIRES: f.e.syncMu NOT held.
+func (f *flusher) endPass(ctx context.Context, to passOptions, start time.Time, r *passRun) SyncResult {
+	e := f.e
 	switch {
 	case r.transient > 0 && ctx.Err() != nil:
 		// Cut short (a final sync out of time, a stop): not an outage.
@@ -427,7 +426,8 @@ func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bo
 		if err != nil {
 			return nil, false, err
 		}
-		if f.othersMemory(e, m) {
+		a := reconcile.Answer{Op: opCreate, Status: 200, OthersMemory: f.othersMemory(e, m)}
+		if v, _ := reconcile.JudgeAnswer(a); v == reconcile.VerdictRetryPath {
 			return nil, false, store.PathConflict(e.Path, m.ID, m.Path)
 		}
 		return m, false, nil
@@ -435,10 +435,12 @@ func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bo
 	origin, base := o.target(), o.base()
 	f.e.locked(func() { f.e.ms.noteSent(origin, sha) })
 	m, err = st.UpdateMemory(ctx, sid, origin, store.UpdateMemoryInput{Content: &content, Path: &e.Path, ExpectedSHA256: &base})
-	if errors.Is(err, store.ErrNotFound) {
+	if v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadUpdate, err)); v == reconcile.VerdictRecreate {
 		f.e.locked(func() { f.e.ms.created[e.Path] = sha })
-		m, err = st.CreateMemory(ctx, sid, e.Path, content)
-		recreated = err == nil
+		if m, err = st.CreateMemory(ctx, sid, e.Path, content); err != nil {
+			return nil, false, &createdInstead{err}
+		}
+		recreated = true
 	}
 	return m, recreated, err
 }
@@ -449,10 +451,10 @@ func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bo
 // bytes for our own earlier create whose response was lost; but this one
 // is still where another file of this mount left it ("mv a b; touch a",
 // two empty files): adopting it would bind two files to one memory and
-// lose e when the other's change goes up. It is a path conflict instead,
-// retried once the other change is uploaded. (Decided on the pass's
-// starting state: the other change may be confirmed by a concurrent
-// upload between the create and this check.)
+// lose e when the other's change goes up. It is a path conflict instead
+// (R23, reconcile.AnswerRules), retried once the other change is
+// uploaded. (Decided on the pass's starting state: the other change may
+// be confirmed by a concurrent upload between the create and this check.)
 func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 	return e.Origin == "" && f.moving[m.ID]
 }
@@ -516,10 +518,10 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 // for this version of the file).
 //
 // REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) judge(o op, err error) (v verdict, first bool) {
+func (f *flusher) judge(o op, err error) (v reconcile.Verdict, first bool) {
 	f.e.syncMu.Lock()
 	defer f.e.syncMu.Unlock()
-	v, first = f.judgeLocked(o.entry, err)
+	v, first = f.judgeLocked(o.entry, o.kind, err)
 	if o.replace != nil {
 		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: time.Now()}
 	}
@@ -545,7 +547,7 @@ func (f *flusher) retryCapped(ctx context.Context, r *passRun, try bool) {
 				continue
 			}
 			v, first := f.judge(o, err)
-			if v != capFailure {
+			if v != reconcile.VerdictWaitCap {
 				r.failed(o, v, first, err)
 				continue
 			}
@@ -583,36 +585,34 @@ func (f *flusher) holdAtCap(e journal.Entry) {
 		lsn: e.LSN, at: time.Now()}
 }
 
-// splitCreates takes the creates out of ops.
-func splitCreates(ops []op) (rest, creates []op) {
-	for _, o := range ops {
-		if o.kind == opCreate {
-			creates = append(creates, o)
-		} else {
-			rest = append(rest, o)
-		}
-	}
-	return rest, creates
-}
-
 // judgeLocked is judge with syncMu held.
 //
 // REQUIRES: f.e.syncMu held.
-func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool) {
+func (f *flusher) judgeLocked(e journal.Entry, kind reconcile.UploadKind, err error) (v reconcile.Verdict, first bool) {
+	v, _ = reconcile.JudgeAnswer(describe(kind, err))
+	return v, f.waitLocked(e, v, err)
+}
+
+// waitLocked records why a change the store did not take waits, by its
+// verdict, and warns once per file where a person should know. first
+// reports a refusal warned about now (the first for this version of the
+// file).
+//
+// REQUIRES: f.e.syncMu held.
+func (f *flusher) waitLocked(e journal.Entry, v reconcile.Verdict, err error) (first bool) {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	w := wait{err: err.Error(), lsn: e.LSN, at: time.Now()}
-	v = transientFailure
-	var je *journalError
-	switch {
-	case errors.As(err, &je):
+	switch v {
+	case reconcile.VerdictUnrecorded:
 		// The store answered; the journal is what failed.
+		var je *journalError
+		errors.As(err, &je)
 		w.reason, _ = journalReason(je.err)
-		v = journalFailure
-	case errors.Is(err, store.ErrPathConflict):
-		w.reason, v = ReasonPath, pathFailure
-	case errors.Is(err, store.ErrPreconditionFailed):
-		w.reason, v = ReasonConflict, conflictFailure
-	case errors.Is(err, store.ErrLimit):
+	case reconcile.VerdictRetryPath:
+		w.reason = ReasonPath
+	case reconcile.VerdictResolve:
+		w.reason = ReasonConflict
+	case reconcile.VerdictWaitCap:
 		// The cap is a passing condition (another client deletes a
 		// memory): retried on a sign of room, warned once per change.
 		if lsn, warned := f.capped[e.FileID]; !warned || lsn != e.LSN {
@@ -621,31 +621,75 @@ func (f *flusher) judgeLocked(e journal.Entry, err error) (v verdict, first bool
 		}
 		f.capped[e.FileID] = e.LSN
 		f.capw.refused(time.Now())
-		w.reason, v = ReasonCap, capFailure
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
+		w.reason = ReasonCap
+	case reconcile.VerdictRefused:
 		if lsn, warned := f.refused[e.FileID]; !warned || lsn != e.LSN {
 			l.WithError(err).Warn("the store refused this file; it stays local and is retried once it changes")
 			first = true
 		}
 		f.refused[e.FileID] = e.LSN
-		w.reason, v = ReasonRefused, refusedFailure
-	case isRefusal(err):
+		w.reason = ReasonRefused
+	case reconcile.VerdictCredential:
 		// The store answered: no outage. Said once until a change goes up.
 		if f.credErr == nil {
 			l.Warn("refused by the store: " + storeMessage(err) + "; changes stay journaled and are retried every pass")
 		}
 		f.credErr = err
-		w.reason, v = ReasonCredential, credentialFailure
-	case errors.Is(err, context.Canceled):
+		w.reason = ReasonCredential
+	case reconcile.VerdictCutShort:
 		w.reason = ReasonCutShort
 	default:
 		w.reason = ReasonUnreachable
 	}
 	f.waits[e.FileID] = w
-	return v, first
+	return first
 }
+
+// describe reads the store's answer to one upload of kind from the error
+// the request returned (nil: 200): the store's typed errors are looked at
+// here only, the verdict is reconcile's.
+func describe(kind reconcile.UploadKind, err error) reconcile.Answer {
+	a := reconcile.Answer{Op: kind}
+	var je *journalError
+	var ci *createdInstead
+	if errors.As(err, &ci) {
+		a.Op = reconcile.UploadCreate
+	}
+	switch {
+	case err == nil:
+		a.Status = 200
+	case errors.As(err, &je):
+		a.Status, a.Unrecorded = 200, true
+	case errors.Is(err, store.ErrPathConflict):
+		a.Status, a.Code = 409, reconcile.CodePathConflict
+	case errors.Is(err, store.ErrPreconditionFailed):
+		a.Status, a.Code = 409, reconcile.CodePrecondition
+	case errors.Is(err, store.ErrLimit):
+		a.Status, a.Code = 422, reconcile.CodeMemoryLimit
+	case errors.Is(err, store.ErrInvalid):
+		a.Status = 400
+	case errors.Is(err, store.ErrTooLarge):
+		a.Status = 413
+	case errors.Is(err, store.ErrUnauthorized):
+		a.Status = 401
+	case errors.Is(err, store.ErrForbidden):
+		a.Status = 403
+	case errors.Is(err, context.Canceled):
+		a.Canceled = true
+	case errors.Is(err, store.ErrNotFound):
+		a.Status = 404
+	}
+	return a
+}
+
+// createdInstead marks the error of the create sent in place of an update
+// the store answered 404 (R21): the answer is a create's.
+type createdInstead struct{ err error }
+
+func (c *createdInstead) Error() string { return c.err.Error() }
+func (c *createdInstead) Unwrap() error { return c.err }
 
 // sortByLSN orders ops as their changes were made.
 func sortByLSN(ops []op) {
-	sort.Slice(ops, func(i, j int) bool { return ops[i].entry.LSN < ops[j].entry.LSN })
+	reconcile.OldestFirst(ops, func(o op) uint64 { return o.entry.LSN })
 }

@@ -3,13 +3,12 @@ package syncqueue
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"strings"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/store"
+	"github.com/memfs/memfs/syncqueue/reconcile"
 )
 
 // TempPathPrefix begins the path a memory is parked at for the length of
@@ -22,7 +21,7 @@ import (
 // for that moment; a pass cut short (a crash, a final sync out of time)
 // leaves the memory there until the next pass of this mount, which moves
 // it on from the journal.
-const TempPathPrefix = "/.memfs-moving-"
+const TempPathPrefix = reconcile.ParkPrefix
 
 // resolvePaths retries, one at a time and in the order they were made,
 // the changes the store refused for a path conflict, once the pass's
@@ -48,7 +47,7 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 				progress = true
 				continue
 			}
-			if v, first := f.judge(o, err); v == pathFailure {
+			if v, first := f.judge(o, err); v == reconcile.VerdictRetryPath {
 				still = append(still, o)
 			} else {
 				r.failed(o, v, first, err)
@@ -81,52 +80,45 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 
 // breakCycle parks at a temporary path one memory whose current path (as
 // the store holds it) blocks another blocked change — the path itself,
-// or a directory or file it collides with. It reports whether it moved
-// one (or found the store changed it too: then the store wins).
+// or a directory or file it collides with (reconcile.ChooseParked). It
+// reports whether it moved one (or found the store changed it too: then
+// the store wins).
 //
 // REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool {
 	e := f.e
 	e.syncMu.Lock()
-	var mover *op
-	for i := range blocked {
-		y := &blocked[i]
-		if y.kind == opCreate {
-			continue
-		}
-		k, ok := e.ms.known[y.target()]
-		if !ok {
-			continue
-		}
-		for j := range blocked {
-			if i != j && pathsCollide(k.path, blocked[j].entry.Path) {
-				mover = y
-				break
-			}
-		}
-		if mover != nil {
-			break
+	moves := make([]reconcile.BlockedMove, len(blocked))
+	for i, y := range blocked {
+		moves[i] = reconcile.BlockedMove{Create: y.kind == opCreate, Path: y.entry.Path}
+		if k, ok := e.ms.known[y.target()]; ok && !moves[i].Create {
+			moves[i].StorePath = k.path
 		}
 	}
-	if mover == nil {
+	i, ok := reconcile.ChooseParked(moves)
+	if !ok {
 		e.syncMu.Unlock()
 		return false
 	}
-	id, base, from := mover.target(), mover.base(), e.ms.known[mover.target()].path
+	mover := &blocked[i]
+	id, base, from := mover.target(), mover.base(), moves[i].StorePath
 	// The overlay will see this move: it is our own write (same bytes).
 	e.ms.noteSent(id, base)
 	e.syncMu.Unlock()
 
-	temp := TempPathPrefix + id + "-" + randomHex(4)
+	random := make([]byte, 4)
+	rand.Read(random) // never fails (crypto/rand)
+	temp := reconcile.ParkPath(id, random)
 	log := f.log.WithFields(logrus.Fields{"memory_id": id, "from": from, "temporary_path": temp})
 	m, err := e.opts.Store.UpdateMemory(ctx, e.opts.StoreID, id, store.UpdateMemoryInput{Path: &temp, ExpectedSHA256: &base})
-	switch {
-	case errors.Is(err, store.ErrPreconditionFailed):
+	switch v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadMove, err)); v {
+	case reconcile.VerdictSettle:
+	case reconcile.VerdictResolve:
 		r.mu.Lock()
 		r.conflicted = append(r.conflicted, id)
 		r.mu.Unlock()
 		return true
-	case err != nil:
+	default:
 		log.WithError(err).Debug("could not park a memory to break a cycle of moves")
 		return false
 	}
@@ -140,16 +132,4 @@ func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool
 	e.syncMu.Unlock()
 	log.Info("a cycle of moves: the memory is parked at a temporary path for this pass")
 	return true
-}
-
-// pathsCollide reports whether memories at a and b can't both exist: the
-// same path, or one is a directory of the other.
-func pathsCollide(a, b string) bool {
-	return a == b || strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/")
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b) // never fails (crypto/rand)
-	return hex.EncodeToString(b)
 }
