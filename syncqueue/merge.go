@@ -81,12 +81,6 @@ func (s *mergeState) forget(memoryID string) {
 	s.gen[memoryID]++
 }
 
-// agrees reports whether the store's m is exactly what was agreed on.
-func (s *mergeState) agrees(m *store.Memory) bool {
-	k, ok := s.known[m.ID]
-	return ok && k.sha == m.ContentSHA256 && k.path == m.Path
-}
-
 // carries reports whether the local file fileID is still a memory's copy
 // at path: it stands there, or it has a change pending (a move, or the
 // delete an atomic save left when it replaced the file).
