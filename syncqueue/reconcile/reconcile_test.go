@@ -324,3 +324,15 @@ func TestBreakEachRule(t *testing.T) {
 	}
 	t.Logf("%d rules (%d + %d), broken %d times, caught %d times", len(Rules)+len(FeedRules), len(Rules), len(FeedRules), total, caught)
 }
+
+// BenchmarkDecide measures one decision, over every case in turn.
+func BenchmarkDecide(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		c := cases[i%len(cases)]
+		if c.feed {
+			DecideFeed(c.in)
+		} else {
+			Decide(c.in)
+		}
+	}
+}
