@@ -116,7 +116,7 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 // REQUIRES: e.syncMu held.
 func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	in, g := e.gather(memoryID, m)
-	return e.execute(memoryID, m, reconcile.Decide(in), g)
+	return e.execute(in, m, reconcile.Decide(in), g)
 }
 
 // adoptSame settles, without fetching anything, a memory the store now
@@ -140,16 +140,16 @@ func (e *Engine) adoptSame(memoryID, path, sha string) bool {
 	if len(acts) == 0 {
 		return false
 	}
-	_ = e.execute(memoryID, &store.Memory{ID: memoryID, Path: path, ContentSHA256: sha}, acts, g)
+	_ = e.execute(in, &store.Memory{ID: memoryID, Path: path, ContentSHA256: sha}, acts, g)
 	return true
 }
 
 // gathered is what the executor needs of a merge's input beyond the
-// decisions' view of it: the pending entries whole, by file id, and the
-// errors of journaling open writes.
+// decisions' view of it: the pending entries whole, by file id, and why
+// the open writes of the memory's local copy could not be journaled.
 type gathered struct {
 	entries map[string]journal.Entry
-	errs    map[string]error
+	err     error
 }
 
 // entry reads the pending entry of fileID, keeps it whole in g and
@@ -167,24 +167,15 @@ func (g *gathered) entry(e *Engine, fileID string) *reconcile.Entry {
 	return r
 }
 
-// commit journals fileID's open writes (commitOpen), keeping a failure
-// in g, and reports whether it succeeded.
-func (g *gathered) commit(e *Engine, fileID string) bool {
-	if err := e.commitOpen(fileID); err != nil {
-		g.errs[fileID] = err
-		return false
-	}
-	return true
-}
-
 // gather reads the input of one merge from the engine's state, the
-// journal and the tree. The memory's local copy and the file standing at
-// the remote path have what was written through open handles journaled
-// first (commitOpen): those writes are a local change like any other.
+// journal and the tree. What was written to the memory's local copy
+// through open handles is journaled first (commitOpen): those writes are
+// a local change like any other. Those of a file standing at the remote
+// path are journaled when a decision asks for it ([reconcile.Commit]).
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gathered) {
-	g := gathered{entries: map[string]journal.Entry{}, errs: map[string]error{}}
+	g := gathered{entries: map[string]journal.Entry{}}
 	in := reconcile.Input{MemoryID: memoryID, ReadOnly: e.opts.ReadOnly}
 	if k, ok := e.ms.known[memoryID]; ok {
 		in.Base = &reconcile.State{Path: k.path, SHA: k.sha}
@@ -194,7 +185,8 @@ func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gath
 	}
 	if fileID, local := e.ms.byMemory[memoryID]; local {
 		in.FileID = fileID
-		if in.CommitFailed = !g.commit(e, fileID); in.CommitFailed {
+		if err := e.commitOpen(fileID); err != nil {
+			in.CommitFailed, g.err = true, err
 			return in, g // nothing else is read: the merge waits
 		}
 		in.Local = g.entry(e, fileID)
@@ -212,19 +204,19 @@ func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gath
 		in.At = reconcile.Occupant{What: reconcile.File, FileID: id}
 		if id != in.FileID {
 			in.At.Found = g.entry(e, id)
-			in.At.CommitFailed = !g.commit(e, id)
-			in.At.Pending = g.entry(e, id)
+			in.At.Pending = in.At.Found
 		}
 	}
 	return in, g
 }
 
-// execute carries out a merge's actions in order, with m the store's
-// state of memoryID (nil when gone). It stops at the first that fails.
+// execute carries out the actions decided on in, in order, with m the
+// store's state of the memory (nil when gone). It stops at the first that
+// fails.
 //
 // REQUIRES: e.syncMu held.
-func (e *Engine) execute(memoryID string, m *store.Memory, acts []reconcile.Action, g gathered) error {
-	log := e.log.WithField("memory_id", memoryID)
+func (e *Engine) execute(in reconcile.Input, m *store.Memory, acts []reconcile.Action, g gathered) error {
+	log := e.log.WithField("memory_id", in.MemoryID)
 	for _, a := range acts {
 		switch a.Kind {
 		case reconcile.Skip:
@@ -233,7 +225,7 @@ func (e *Engine) execute(memoryID string, m *store.Memory, acts []reconcile.Acti
 				e.f.capw.roomSeen() // a delete: creates waiting at the cap try again (capwait.go)
 			}
 		case reconcile.Fail:
-			return g.errs[a.FileID]
+			return g.err
 		case reconcile.Apply:
 			e.treeApply(fs.Change{FileID: a.FileID, Path: a.Path, Content: contentBytes(m)})
 		case reconcile.Remove:
@@ -263,6 +255,12 @@ func (e *Engine) execute(memoryID string, m *store.Memory, acts []reconcile.Acti
 			delete(e.ms.created, a.Path)
 		case reconcile.Warn:
 			log.WithField("path", a.Path).Warn(a.Reason)
+		case reconcile.Commit:
+			if err := e.commitOpen(a.FileID); err != nil {
+				return err
+			}
+			in.At.Committed, in.At.Pending = true, g.entry(e, a.FileID)
+			return e.execute(in, m, reconcile.Decide(in), g)
 		}
 	}
 	return nil

@@ -9,8 +9,9 @@ const (
 	// RoomSeen: a memory left the store, so creates waiting at the
 	// memory cap may try again (docs/sync.md, "Why a change waits").
 	RoomSeen
-	// Fail: stop, settling nothing more; FileID names the file whose open
-	// writes could not be journaled.
+	// Fail: stop, settling nothing more: what was written to the memory's
+	// local copy FileID through open handles could not be journaled
+	// (Input.CommitFailed).
 	Fail
 	// Apply: the local file FileID takes the store's version, at Path.
 	Apply
@@ -40,6 +41,12 @@ const (
 	SeenCreate
 	// Warn: log Reason as a warning, with Path.
 	Warn
+	// Commit: journal what was written to FileID, the file at the remote
+	// path, through handles still open; if that fails, stop. Then decide
+	// again with Occupant.Committed set and Occupant.Pending read anew
+	// (the actions before Commit come again, and do nothing the second
+	// time). It is always a decision's last action.
+	Commit
 )
 
 // Action is one step of a merge. Which fields count depends on Kind.

@@ -14,7 +14,9 @@
 // order of docs/sync.md, "Checked in this order".
 //
 // An executor runs the actions in order and stops at the first that
-// fails ([Fail], or a [KeepConflict] whose conflict log can't be
-// written): the actions are ordered so that a local file is never
-// replaced before its content is safe.
+// fails ([Fail], a [Commit] that can't journal, or a [KeepConflict] whose
+// conflict log can't be written): the actions are ordered so that a
+// local file is never replaced before its content is safe. A [Commit]
+// ends a decision: once the open writes of the file at the remote path
+// are journaled, the executor decides again on its new pending entry.
 package reconcile

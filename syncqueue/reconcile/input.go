@@ -34,13 +34,13 @@ const (
 type Occupant struct {
 	What   What
 	FileID string
-	// Found is the file's pending entry as found, before what was written
-	// through handles still open is journaled; Pending is the entry after
-	// that (the same when nothing was open). nil: nothing pending.
-	Found, Pending *Entry
-	// CommitFailed: what was written through an open handle could not be
-	// journaled, so the file must not be touched.
-	CommitFailed bool
+	// Found is the file's pending entry as found, nil if none.
+	Found *Entry
+	// Committed: what was written to the file through handles still open
+	// has been journaled (a [Commit]), and Pending is its pending entry
+	// since. Until then Pending is Found.
+	Committed bool
+	Pending   *Entry
 }
 
 // Input is everything one merge decides on, for one memory.

@@ -46,7 +46,7 @@ func deleted(fileID, path, origin, baseSHA string, lsn uint64) *Entry {
 }
 
 func at(fileID string, p *Entry) Occupant {
-	return Occupant{What: File, FileID: fileID, Found: p, Pending: p}
+	return Occupant{What: File, FileID: fileID, Found: p, Committed: true, Pending: p}
 }
 
 func with(in Input, f func(*Input)) Input { f(&in); return in }
@@ -116,9 +116,9 @@ var cases = []tcase{
 		}),
 		want: []Action{created, {Kind: KeepConflict, FileID: other, Reason: ConflictCreated},
 			{Kind: Apply, FileID: other, Path: path}, settleO, agreeO}},
-	{name: "R9 new, the file at its path has open writes the journal can't take: wait",
-		in:   with(newMemory(path, newer), func(in *Input) { in.At = at(other, nil); in.At.CommitFailed = true }),
-		want: []Action{created, {Kind: Fail, FileID: other}}},
+	{name: "R9 new, a file at its path: its open writes journaled first",
+		in:   with(newMemory(path, newer), func(in *Input) { in.At = at(other, nil); in.At.Committed = false }),
+		want: []Action{created, {Kind: Commit, FileID: other}}},
 	{name: "R14 new, another memory's moved file at its path: kept, settled, then R5",
 		in: with(newMemory(path, newer), func(in *Input) {
 			in.At = at(other, change(other, path, mine, "mem_2", "sha-2", 9))
@@ -140,7 +140,7 @@ var cases = []tcase{
 		in: with(remote(copyOf(deleted(file, path, mem, base, 7)), path, newer), func(in *Input) {
 			in.Sent = []string{newer}
 			in.At = at(other, change(other, path, newer, "", "", 9))
-			in.At.Pending = change(other, path, mine, "", "", 10) // what the open handle wrote: not read by R11
+			in.At.Committed = false // R11 reads the file at the path as found
 		}),
 		want: []Action{seenNew, seenNew, {Kind: Confirm, FileID: file, LSN: 7, Path: path}, settleO, agreeO}},
 	{name: "R12 deleted after our update was sent: the delete rebased on it",
@@ -170,10 +170,18 @@ var cases = []tcase{
 			func(in *Input) { in.At = at(other, change(other, "/b.md", newer, "", "", 9)) }),
 		want: []Action{{Kind: Confirm, FileID: other, LSN: 9, Path: "/b.md"},
 			{Kind: Apply, FileID: file, Path: "/b.md"}, {Kind: SetBase, FileID: file}, agreeF}},
-	{name: "R14 the file at the remote path has open writes the journal can't take: wait",
+	{name: "R14 another file at the remote path: its open writes journaled first",
 		in: with(remote(copyOf(nil), "/b.md", newer),
-			func(in *Input) { in.At = at(other, nil); in.At.CommitFailed = true }),
-		want: []Action{{Kind: Fail, FileID: other}}},
+			func(in *Input) { in.At = at(other, nil); in.At.Committed = false }),
+		want: []Action{{Kind: Commit, FileID: other}}},
+	{name: "R14 our write back, another file at its path: Seen, then its open writes journaled (R10)",
+		in: with(remote(copyOf(change(file, path, mine, "mem_9", "sha-9", 7)), path, newer), func(in *Input) {
+			in.Sent = []string{newer}
+			in.Base = nil
+			in.At = at(other, nil)
+			in.At.Committed = false
+		}),
+		want: []Action{seenNew, {Kind: Commit, FileID: other}}},
 	{name: "R15 changed in the store, nothing pending: the store's version",
 		in:   remote(copyOf(nil), path, newer),
 		want: []Action{applyF, {Kind: SetBase, FileID: file}, agreeF}},
@@ -246,7 +254,7 @@ func describe(acts []Action) string {
 
 var kindNames = map[Kind]string{Skip: "Skip", RoomSeen: "RoomSeen", Fail: "Fail", Apply: "Apply", Remove: "Remove",
 	Confirm: "Confirm", Rebase: "Rebase", KeepConflict: "KeepConflict", SetBase: "SetBase", Agree: "Agree",
-	Forget: "Forget", Seen: "Seen", SeenCreate: "SeenCreate", Warn: "Warn"}
+	Forget: "Forget", Seen: "Seen", SeenCreate: "SeenCreate", Warn: "Warn", Commit: "Commit"}
 
 func TestRules(t *testing.T) {
 	for name, why := range failures(Rules, FeedRules) {

@@ -89,9 +89,9 @@ var Rules = []Rule{
 		Do: func(in *Input) []Action {
 			return []Action{{Kind: Warn, Path: in.Remote.Path, Reason: WarnDirectory}}
 		}},
-	{ID: "R9", Note: "the file at its path has open writes the journal can't take: wait",
-		When: func(in *Input) bool { return !in.local() && in.At.What == File && in.At.CommitFailed },
-		Do:   func(in *Input) []Action { return []Action{{Kind: Fail, FileID: in.At.FileID}} }},
+	{ID: "R9", Note: "a file at its path: journal its open writes first",
+		When: func(in *Input) bool { return !in.local() && in.At.What == File && !in.At.Committed },
+		Do:   commit},
 	{ID: "R8", Note: "our create, changed since: rebase on the memory",
 		When: func(in *Input) bool {
 			return !in.local() && in.At.What == File && localCreate(in.At.Pending) &&
@@ -167,9 +167,9 @@ var Rules = []Rule{
 			}
 			return []Action{{Kind: Skip}}
 		}},
-	{ID: "R14", Note: "the file at the remote path has open writes the journal can't take: wait",
-		When: func(in *Input) bool { return in.other() && in.At.CommitFailed },
-		Do:   func(in *Input) []Action { return []Action{{Kind: Fail, FileID: in.At.FileID}} }},
+	{ID: "R14", Note: "another file at the remote path: journal its open writes first",
+		When: func(in *Input) bool { return in.other() && !in.At.Committed },
+		Do:   commit},
 	{ID: "R14", Note: "another file with a pending change at the remote path: store wins for it", Then: true,
 		When: func(in *Input) bool { return in.other() && displaces(in) },
 		Do:   displace},
@@ -247,6 +247,10 @@ func displace(in *Input) []Action {
 	}
 	return append(acts, settleGone(p))
 }
+
+// commit asks for the open writes of the file at the remote path to be
+// journaled before its pending entry is read for R7–R9 and R14.
+func commit(in *Input) []Action { return []Action{{Kind: Commit, FileID: in.At.FileID}} }
 
 // storeWins: the local version of p to the conflict log, then the file
 // takes the store's version, then p is settled.
