@@ -60,12 +60,12 @@ func (e *Engine) restore(ctx context.Context, d journal.Entry) error {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
 	if m == nil {
-		e.confirm(d, "", "", d.Path)
+		e.confirm(d.FileID, d.LSN, "", "", d.Path)
 		e.ms.forget(d.Origin)
 		return nil
 	}
 	e.treeApply(fs.Change{FileID: d.FileID, Path: m.Path, Content: contentBytes(m)})
-	e.confirm(d, m.ID, m.ContentSHA256, m.Path)
+	e.confirm(d.FileID, d.LSN, m.ID, m.ContentSHA256, m.Path)
 	e.ms.agree(d.FileID, m)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/syncqueue/journal"
+	"github.com/memfs/memfs/syncqueue/reconcile"
 )
 
 // memState is what the local copy last agreed with the store on, for one
@@ -80,12 +81,6 @@ func (s *mergeState) forget(memoryID string) {
 	s.gen[memoryID]++
 }
 
-// agrees reports whether the store's m is exactly what was agreed on.
-func (s *mergeState) agrees(m *store.Memory) bool {
-	k, ok := s.known[m.ID]
-	return ok && k.sha == m.ContentSHA256 && k.path == m.Path
-}
-
 // carries reports whether the local file fileID is still a memory's copy
 // at path: it stands there, or it has a change pending (a move, or the
 // delete an atomic save left when it replaced the file).
@@ -108,307 +103,166 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 }
 
 // applyRemote merges the store's state of one memory into the local copy,
-// by the rule table of docs/sync.md (R1-R18): m is the memory as the store holds it
-// now, or nil when it is gone. The store wins every collision; a losing
-// local version goes to the conflict log. Each row of the table is one
-// function below.
+// by the rule table of docs/sync.md (R1-R18): m is the memory as the store
+// holds it now, or nil when it is gone. The decisions are the reconcile
+// package's; this gathers their input and carries them out.
 //
-// It fails — settling nothing, so that the change is merged again later —
-// when a local version can't be kept: the conflict log can't be written,
-// or writes through a handle still open can't be journaled (a full state
-// dir). A local file is never replaced before its content is safe.
+// It fails — settling nothing more, so that the change is merged again
+// later — when a local version can't be kept: the conflict log can't be
+// written, or writes through a handle still open can't be journaled (a
+// full state dir). A local file is never replaced before its content is
+// safe.
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
-	if m == nil && e.f != nil {
-		e.f.capw.roomSeen() // a delete: creates waiting at the cap try again (capwait.go)
-	}
-	fileID, local := e.ms.byMemory[memoryID]
-	if local {
-		if err := e.commitOpen(fileID); err != nil {
-			return err
-		}
-	}
-	switch {
-	case m == nil && !local:
-		return nil // deleted/deleted, or never seen here
-	case m == nil:
-		return e.storeDeleted(memoryID, fileID)
-	case !local:
-		return e.storeNew(m)
-	}
-	log := e.log.WithFields(logrus.Fields{"memory_id": memoryID, "path": m.Path})
-	p, pending := e.pendingOf(fileID)
-	ours := e.ms.sent[memoryID][m.ContentSHA256]
-	if ours {
-		// Our own write coming back (perhaps its response was lost): not
-		// a remote edit.
-		e.ms.seen(memoryID, m.ContentSHA256)
-	}
-	if ours && pending && !p.Deleted && p.Origin == memoryID && p.BaseSHA != m.ContentSHA256 {
-		return e.ourWriteBack(fileID, p, m, log)
-	}
-	agreed := e.ms.agrees(m)
-	if pending && p.Deleted && (ours || agreed) {
-		return e.deletedAfterOurWrite(fileID, p, m, log)
-	}
-	if (agreed || ours) && (!pending || p.Deleted || p.Origin == "" || p.BaseSHA == m.ContentSHA256) {
-		// Nothing new for the local copy (the local change, if any, was
-		// made against this very state and goes up as it is).
-		if ours && !agreed {
-			e.ms.agree(fileID, m)
-		}
-		return nil
-	}
-	if err := e.displace(m, fileID); err != nil {
-		return err
-	}
-	var err error
-	switch {
-	case !pending:
-		err = e.takeStore(fileID, m)
-	case p.Deleted:
-		err = e.restoreDeletedHere(p, m, log)
-	case p.Path == m.Path && store.SHA256Hex(string(p.Content)) == m.ContentSHA256:
-		err = e.adopt(p, m)
-	default:
-		err = e.storeWins(fileID, p, m, "changed here and in the store")
-	}
-	if err != nil {
-		return err
-	}
-	e.ms.agree(fileID, m)
-	return nil
-}
-
-// ourWriteBack: the store holds a write we sent, and the file's pending
-// entry was made against an older base. Either the entry is exactly what
-// we sent (its upload is still being answered): it is settled; or the
-// file changed again on top of it: the newer change is rebased on our
-// write, so its upload carries the right precondition.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) ourWriteBack(fileID string, p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
-	if p.Path == m.Path && store.SHA256Hex(string(p.Content)) == m.ContentSHA256 {
-		e.confirm(p, m.ID, m.ContentSHA256, m.Path)
-	} else if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
-		log.WithError(err).Error("could not rebase a pending change in the journal")
-	}
-	e.ms.agree(fileID, m)
-	return nil
-}
-
-// deletedAfterOurWrite: the store holds a write of ours (or a state this
-// mount agreed on) for a memory whose file here is pending delete. Either the write was an editor's atomic save
-// folded into an update of the memory (the new file stands at the
-// memory's path with exactly its bytes): the delete and the new file are
-// settled, and the new file is the memory's copy; or the file was deleted
-// after its update was sent: the delete is rebased on that update (if it
-// was made against an older base), so its precondition holds. Without this the delete's precondition fails
-// for ever, and the memory stays bound to a file that is gone.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) deletedAfterOurWrite(fileID string, p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
-	e.ms.seen(m.ID, m.ContentSHA256)
-	if id, isDir, ok := e.tree.At(m.Path); ok && !isDir && id != "" && id != fileID {
-		if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" && lp.Path == m.Path &&
-			store.SHA256Hex(string(lp.Content)) == m.ContentSHA256 {
-			e.confirm(p, "", "", p.Path)
-			e.confirm(lp, m.ID, m.ContentSHA256, m.Path)
-			e.ms.agree(id, m)
-			return nil
-		}
-	}
-	if p.BaseSHA != m.ContentSHA256 {
-		if err := e.journal.Rebase(fileID, m.ID, m.ContentSHA256); err != nil {
-			log.WithError(err).Error("could not rebase a pending delete in the journal")
-		}
-	}
-	e.ms.agree(fileID, m)
-	return nil
-}
-
-// takeStore — store changed, local unchanged: take the store's version.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) takeStore(fileID string, m *store.Memory) error {
-	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: contentBytes(m)})
-	e.setBase(fileID, m)
-	return nil
-}
-
-// restoreDeletedHere — store changed, local deleted: the store's version
-// comes back (a delete is the one change safe to lose).
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) restoreDeletedHere(p journal.Entry, m *store.Memory, log logrus.FieldLogger) error {
-	log.Warn("the memory changed in the store after it was deleted here: the store's version is restored")
-	e.treeApply(fs.Change{FileID: p.FileID, Path: m.Path, Content: contentBytes(m)})
-	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
-	return nil
-}
-
-// adopt — changed to the same bytes (and path) on both sides: adopt
-// silently, no upload, no conflict.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) adopt(p journal.Entry, m *store.Memory) error {
-	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
-	return nil
-}
-
-// storeWins — changed on both sides (or an upload refused 409): the local
-// file takes the store's version, the local version goes to the conflict
-// log first.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) storeWins(fileID string, p journal.Entry, m *store.Memory, reason string) error {
-	if err := e.keepConflict(p, m, reason); err != nil {
-		return err
-	}
-	e.treeApply(fs.Change{FileID: fileID, Path: m.Path, Content: contentBytes(m)})
-	e.confirm(p, m.ID, m.ContentSHA256, m.Path)
-	return nil
-}
-
-// storeDeleted handles a memory gone from the store whose file is here:
-//   - local unchanged: the local file goes;
-//   - local deleted too: nothing to do but settle;
-//   - local changed (writable store): the local file is the only copy, and
-//     it is created again;
-//   - a read-only mount can't have changed it: the file goes.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) storeDeleted(memoryID, fileID string) error {
-	e.ms.forget(memoryID)
-	p, pending := e.pendingOf(fileID)
-	switch {
-	case !pending || e.opts.ReadOnly:
-		e.treeApply(fs.Change{FileID: fileID, Deleted: true})
-	case p.Deleted:
-		e.confirm(p, "", "", p.Path)
-	default:
-		log := e.log.WithFields(logrus.Fields{"memory_id": memoryID, "path": p.Path})
-		if err := e.journal.Rebase(fileID, "", ""); err != nil {
-			log.WithError(err).Error("could not journal the re-creation of a memory deleted in the store")
-			return nil
-		}
-		log.Warn("the memory was deleted in the store but changed here: it will be created again from the local file")
-	}
-	return nil
-}
-
-// storeNew places a memory new to this mount. A file created here, not
-// yet uploaded, may already stand at its path: our own create whose
-// answer was lost (recognised, adopted or rebased), the same bytes
-// (adopted), or other bytes (store wins, the local file to the conflict
-// log). A directory at its path keeps the memory out until one moves.
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) storeNew(m *store.Memory) error {
-	log := e.log.WithFields(logrus.Fields{"memory_id": m.ID, "path": m.Path})
-	ourCreate := e.ms.created[m.Path] == m.ContentSHA256
-	delete(e.ms.created, m.Path)
-	id, isDir, ok := e.tree.At(m.Path)
-	if ok && isDir {
-		log.Warn("the store has a memory where this mount has a directory; skipped until one of them moves")
-		return nil
-	}
-	if ok && id != "" {
-		if err := e.commitOpen(id); err != nil {
-			return err
-		}
-		if lp, ok := e.pendingOf(id); ok && !lp.Deleted && lp.Origin == "" {
-			same := store.SHA256Hex(string(lp.Content)) == m.ContentSHA256
-			switch {
-			case ourCreate && !same:
-				// Our own create, whose answer was lost, and the file
-				// changed again since: the newer content goes up on top
-				// of it, as an update of that memory.
-				if err := e.journal.Rebase(id, m.ID, m.ContentSHA256); err != nil {
-					log.WithError(err).Error("could not rebase a pending change in the journal")
-				}
-			case !same:
-				if err := e.storeWins(id, lp, m, "created here and in the store at the same path"); err != nil {
-					return err
-				}
-			default:
-				e.confirm(lp, m.ID, m.ContentSHA256, m.Path)
-			}
-			e.ms.agree(id, m)
-			return nil
-		}
-	}
-	if err := e.displace(m, m.ID); err != nil {
-		return err
-	}
-	e.treeApply(fs.Change{FileID: m.ID, Path: m.Path, Content: contentBytes(m)})
-	e.setBase(m.ID, m)
-	e.ms.agree(m.ID, m)
-	return nil
+	in, g := e.gather(memoryID, m)
+	return e.execute(in, m, reconcile.Decide(in), g)
 }
 
 // adoptSame settles, without fetching anything, a memory the store now
 // holds at path with sha when the local file there is pending with exactly
 // those bytes (changed to the same bytes on both sides, or our own write
 // whose response was lost): docs/sync.md, R7 and R17, "adopt silently:
-// settle, no upload, no conflict". It reports whether it did; if not, the caller fetches the
-// memory and merges it with applyRemote.
+// settle, no upload, no conflict". It reports whether it did; if not, the
+// caller fetches the memory and merges it with applyRemote.
 //
 // REQUIRES: e.syncMu held.
 func (e *Engine) adoptSame(memoryID, path, sha string) bool {
-	if e.journal == nil {
+	g := gathered{entries: map[string]journal.Entry{}}
+	in := reconcile.Input{MemoryID: memoryID, Remote: &reconcile.State{Path: path, SHA: sha}}
+	if fileID, local := e.ms.byMemory[memoryID]; local {
+		in.FileID, in.Local = fileID, g.entry(e, fileID)
+	} else if id, isDir, ok := e.tree.At(path); ok && !isDir && id != "" {
+		p := g.entry(e, id)
+		in.At = reconcile.Occupant{What: reconcile.File, FileID: id, Found: p, Pending: p}
+	}
+	acts := reconcile.DecideFeed(in)
+	if len(acts) == 0 {
 		return false
 	}
-	fileID, local := e.ms.byMemory[memoryID]
-	if !local {
-		// A memory new to this mount, where a file created here may stand.
-		id, isDir, ok := e.tree.At(path)
-		if !ok || isDir || id == "" {
-			return false
-		}
-		fileID = id
-	}
-	p, pending := e.pendingOf(fileID)
-	if !pending || p.Deleted || p.Path != path || (!local && p.Origin != "") || store.SHA256Hex(string(p.Content)) != sha {
-		return false
-	}
-	e.confirm(p, memoryID, sha, path)
-	e.ms.agree(fileID, &store.Memory{ID: memoryID, Path: path, ContentSHA256: sha})
-	e.ms.seen(memoryID, sha)
-	if !local {
-		delete(e.ms.created, path)
-	}
+	_ = e.execute(in, &store.Memory{ID: memoryID, Path: path, ContentSHA256: sha}, acts, g)
 	return true
 }
 
-// displace makes room for memory m at its path when another local file
-// stands there (the store moved or created m there while that file was
-// made or changed here): the store wins. If that file has unsynced
-// changes, its content goes to the conflict log (unless it is m's very
-// bytes) and its pending change is settled — otherwise applying m would
-// drop it from the tree unseen, and its upload would fail on the taken
-// path for ever. The caller then applies m, which replaces the file.
+// gathered is what the executor needs of a merge's input beyond the
+// decisions' view of it: the pending entries whole, by file id, and why
+// the open writes of the memory's local copy could not be journaled.
+type gathered struct {
+	entries map[string]journal.Entry
+	err     error
+}
+
+// entry reads the pending entry of fileID, keeps it whole in g and
+// returns the decisions' view of it (nil: nothing pending).
+func (g *gathered) entry(e *Engine, fileID string) *reconcile.Entry {
+	p, ok := e.pendingOf(fileID)
+	if !ok {
+		return nil
+	}
+	g.entries[fileID] = p
+	r := &reconcile.Entry{FileID: p.FileID, LSN: p.LSN, Path: p.Path, Deleted: p.Deleted, Origin: p.Origin, BaseSHA: p.BaseSHA}
+	if !p.Deleted {
+		r.SHA = store.SHA256Hex(string(p.Content))
+	}
+	return r
+}
+
+// gather reads the input of one merge from the engine's state, the
+// journal and the tree. What was written to the memory's local copy
+// through open handles is journaled first (commitOpen): those writes are
+// a local change like any other. Those of a file standing at the remote
+// path are journaled when a decision asks for it ([reconcile.Commit]).
 //
 // REQUIRES: e.syncMu held.
-func (e *Engine) displace(m *store.Memory, fileID string) error {
+func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gathered) {
+	g := gathered{entries: map[string]journal.Entry{}}
+	in := reconcile.Input{MemoryID: memoryID, ReadOnly: e.opts.ReadOnly}
+	if k, ok := e.ms.known[memoryID]; ok {
+		in.Base = &reconcile.State{Path: k.path, SHA: k.sha}
+	}
+	for sha := range e.ms.sent[memoryID] {
+		in.Sent = append(in.Sent, sha)
+	}
+	if fileID, local := e.ms.byMemory[memoryID]; local {
+		in.FileID = fileID
+		if err := e.commitOpen(fileID); err != nil {
+			in.CommitFailed, g.err = true, err
+			return in, g // nothing else is read: the merge waits
+		}
+		in.Local = g.entry(e, fileID)
+	}
+	if m == nil {
+		return in, g
+	}
+	in.Remote = &reconcile.State{Path: m.Path, SHA: m.ContentSHA256}
+	in.SentCreate = e.ms.created[m.Path]
 	id, isDir, ok := e.tree.At(m.Path)
-	if !ok || isDir || id == "" || id == fileID {
-		return nil
-	}
-	if err := e.commitOpen(id); err != nil {
-		return err
-	}
-	p, pending := e.pendingOf(id)
-	if !pending || p.Deleted {
-		return nil
-	}
-	if store.SHA256Hex(string(p.Content)) != m.ContentSHA256 {
-		if err := e.keepConflict(p, m, "the store put another memory at this path"); err != nil {
-			return err
+	switch {
+	case ok && isDir:
+		in.At.What = reconcile.Directory
+	case ok && id != "":
+		in.At = reconcile.Occupant{What: reconcile.File, FileID: id}
+		if id != in.FileID {
+			in.At.Found = g.entry(e, id)
+			in.At.Pending = in.At.Found
 		}
 	}
-	e.confirm(p, "", "", p.Path)
+	return in, g
+}
+
+// execute carries out the actions decided on in, in order, with m the
+// store's state of the memory (nil when gone). It stops at the first that
+// fails.
+//
+// REQUIRES: e.syncMu held.
+func (e *Engine) execute(in reconcile.Input, m *store.Memory, acts []reconcile.Action, g gathered) error {
+	log := e.log.WithField("memory_id", in.MemoryID)
+	for _, a := range acts {
+		switch a.Kind {
+		case reconcile.Skip:
+		case reconcile.RoomSeen:
+			if e.f != nil {
+				e.f.capw.roomSeen() // a delete: creates waiting at the cap try again (capwait.go)
+			}
+		case reconcile.Fail:
+			return g.err
+		case reconcile.Apply:
+			e.treeApply(fs.Change{FileID: a.FileID, Path: a.Path, Content: contentBytes(m)})
+		case reconcile.Remove:
+			e.treeApply(fs.Change{FileID: a.FileID, Deleted: true})
+		case reconcile.Confirm:
+			e.confirm(a.FileID, a.LSN, a.MemoryID, a.SHA, a.Path)
+		case reconcile.Rebase:
+			if err := e.journal.Rebase(a.FileID, a.MemoryID, a.SHA); err != nil {
+				log.WithField("path", a.Path).WithError(err).Error(a.Reason)
+				if a.StopOnFail {
+					return nil
+				}
+			}
+		case reconcile.KeepConflict:
+			if err := e.keepConflict(g.entries[a.FileID], m, a.Reason); err != nil {
+				return err
+			}
+		case reconcile.SetBase:
+			e.setBase(a.FileID, m)
+		case reconcile.Agree:
+			e.ms.agree(a.FileID, m)
+		case reconcile.Forget:
+			e.ms.forget(a.MemoryID)
+		case reconcile.Seen:
+			e.ms.seen(a.MemoryID, a.SHA)
+		case reconcile.SeenCreate:
+			delete(e.ms.created, a.Path)
+		case reconcile.Warn:
+			log.WithField("path", a.Path).Warn(a.Reason)
+		case reconcile.Commit:
+			if err := e.commitOpen(a.FileID); err != nil {
+				return err
+			}
+			in.At.Committed, in.At.Pending = true, g.entry(e, a.FileID)
+			return e.execute(in, m, reconcile.Decide(in), g)
+		}
+	}
 	return nil
 }
 
@@ -439,9 +293,10 @@ func (e *Engine) treeApply(c fs.Change) {
 	e.opts.Observer.RemoteApplied()
 }
 
-// confirm settles a pending entry on the store's state.
-func (e *Engine) confirm(p journal.Entry, memoryID, sha, path string) {
-	if err := e.journal.Confirm(p.FileID, p.LSN, memoryID, sha, path); err != nil && !errors.Is(err, journal.ErrNotPending) {
+// confirm settles the pending entry of fileID made by the record lsn on
+// the store's state.
+func (e *Engine) confirm(fileID string, lsn uint64, memoryID, sha, path string) {
+	if err := e.journal.Confirm(fileID, lsn, memoryID, sha, path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		e.log.WithError(err).WithField("path", path).Error("could not record a resolved change in the journal")
 	}
 }
