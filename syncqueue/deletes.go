@@ -49,13 +49,28 @@ func (f *flusher) sendDeletes(ctx context.Context, dels []journal.Entry, to pass
 			e.locked(func() { f.settleDelete(d) })
 			continue
 		}
-		sha := d.BaseSHA
-		err := e.opts.Store.DeleteMemory(ctx, e.opts.StoreID, d.Origin, &sha)
-		e.syncMu.Lock()
-		f.deleteAnswered(d, err, &out)
-		e.syncMu.Unlock()
+		f.sendDelete(ctx, d, &out)
 	}
 	return out
+}
+
+// sendDelete sends one due delete, its memory busy (busy.go) until the
+// answer is carried out.
+//
+// REQUIRES: f.e.syncMu NOT held.
+func (f *flusher) sendDelete(ctx context.Context, d journal.Entry, out *deleteOutcome) {
+	e := f.e
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	err := e.hold(ctx, d.Origin)
+	if err == nil {
+		defer e.release(d.Origin)
+		sha := d.BaseSHA
+		e.syncMu.Unlock()
+		err = e.opts.Store.DeleteMemory(ctx, e.opts.StoreID, d.Origin, &sha)
+		e.syncMu.Lock()
+	}
+	f.deleteAnswered(d, err, out)
 }
 
 // deleteAnswered carries out the verdict on the store's answer to a

@@ -203,6 +203,7 @@ type Engine struct {
 	// merge state, the journal or the tree for the store.
 	syncMu    sync.Mutex
 	ms        mergeState  // GUARDED_BY(syncMu)
+	busy      busySet     // the memories with a request in flight (busy.go). GUARDED_BY(syncMu)
 	cursor    int64       // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
 	follows   string      // Status.Follows: probed once at Open; feed or versions turn to listing once refused. GUARDED_BY(syncMu) once started
 	mark      versionMark // following the versions: how far (versions.go). Owned by the overlay once started
@@ -227,7 +228,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	}
 	calls := newInflight()
 	opts.Store = watchedStore{Store: opts.Store, calls: calls}
-	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
+	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), busy: newBusySet(), conflicts: opts.Conflicts}
 	e.lazy.flights = map[string]*flight{}
 	e.life, e.lifeCancel = context.WithCancel(context.Background())
 	e.outage = outage{log: opts.Log}
@@ -494,6 +495,7 @@ func (e *Engine) replay(changes []fs.Change) error {
 func (e *Engine) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
+	e.locked(func() { e.busy.ctx = ctx })
 	e.goRun(ctx, e.follow)
 	e.goRun(ctx, e.watch)
 	e.goRun(ctx, e.fetchAll)
@@ -538,6 +540,7 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 		e.cancel()
 	}
 	e.wg.Wait()
+	e.stopReplays()
 	if e.f == nil {
 		return SyncResult{}
 	}
@@ -575,6 +578,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.lifeCancel()
 	e.wg.Wait()
+	e.stopReplays()
 	if e.journal != nil {
 		e.left = e.leftNow()
 	}

@@ -10,55 +10,87 @@ import (
 	"github.com/memfs/memfs/syncqueue/journal"
 )
 
-// maxFetchTries bounds how often resolve fetches a memory again because
-// the engine's view of it changed while the fetch was in flight.
-const maxFetchTries = 5
+// remoteNews is what the feed, the versions or a listing told of one
+// memory's change: deleted, or its path and sha when told (sha "": not
+// told, the memory is fetched).
+type remoteNews struct {
+	deleted   bool
+	path, sha string
+}
 
-// resolve fetches one memory and merges it (a 409 on upload, or a change
-// seen in the feed or a listing). The fetch is made without syncMu; if
-// the engine settled the memory meanwhile (its gen moved), the answer may
-// be older than what was applied, so it fetches again.
-//
-// REQUIRES: e.syncMu NOT held.
-func (e *Engine) resolve(ctx context.Context, memoryID string) error {
-	for try := 0; ; try++ {
-		e.syncMu.Lock()
-		gen := e.ms.gen[memoryID]
+// mergeChange merges the store's change of memory id, as news tells it:
+// a deletion at once, a path and sha this mount agrees on (or adopts)
+// without a request, anything else fetched and merged. While id is busy
+// (busy.go) the change is set aside, and merged again once id is free.
+func (e *Engine) mergeChange(ctx context.Context, id string, news remoteNews) error {
+	e.syncMu.Lock()
+	if !e.tryHold(id) {
 		e.syncMu.Unlock()
-		m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, memoryID)
-		if errors.Is(err, store.ErrNotFound) {
-			m, err = nil, nil
-		}
-		if err != nil {
-			return err
-		}
-		e.syncMu.Lock()
-		if e.ms.gen[memoryID] != gen {
-			e.syncMu.Unlock()
-			if try < maxFetchTries {
-				continue
-			}
-			// Never merge an answer that may be older than what was
-			// applied: the change is merged again later.
-			return localError{fmt.Errorf("memory %s keeps changing while it is fetched; merged later", memoryID)}
-		}
-		err = e.applyRemote(memoryID, m)
+		return nil
+	}
+	var err error
+	done := true
+	switch {
+	case news.deleted:
+		err = e.applyRemote(id, nil)
+	case news.sha != "" && e.settledWithoutFetch(id, news.path, news.sha):
+	default:
+		done = false
+	}
+	if done {
+		e.release(id)
 		e.syncMu.Unlock()
 		return err
 	}
+	e.syncMu.Unlock()
+	return e.fetchHeld(ctx, id)
+}
+
+// resolve fetches one memory and merges it (a 409 on upload, a change set
+// aside while the memory was busy). It waits, bounded by ctx, while the
+// memory is busy.
+func (e *Engine) resolve(ctx context.Context, memoryID string) error {
+	e.syncMu.Lock()
+	err := e.hold(ctx, memoryID)
+	e.syncMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return e.fetchHeld(ctx, memoryID)
+}
+
+// fetchHeld fetches memory id, which the caller holds busy, merges the
+// answer and frees it. A 404 is a deletion.
+func (e *Engine) fetchHeld(ctx context.Context, id string) error {
+	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		m, err = nil, nil
+	}
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	defer e.release(id)
+	if err != nil {
+		return err
+	}
+	return e.applyRemote(id, m)
 }
 
 // restore brings back the store's version of a file deleted here (the
 // whole-store guard), settling the pending delete.
-//
-// REQUIRES: e.syncMu NOT held.
 func (e *Engine) restore(ctx context.Context, d journal.Entry) error {
+	e.syncMu.Lock()
+	err := e.hold(ctx, d.Origin)
+	e.syncMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", d.Path, err)
+	}
 	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, d.Origin)
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	defer e.release(d.Origin)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("restore %s: %w", d.Path, err)
 	}
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
 	if m == nil {
 		e.confirm(d.FileID, d.LSN, "", "", d.Path)
 		e.ms.forget(d.Origin)

@@ -128,7 +128,6 @@ type op struct {
 	kind    reconcile.UploadKind // opCreate or opUpdate
 	entry   journal.Entry
 	replace *journal.Entry // update: a pending delete at the same path folded into this create
-	gen     uint64         // e.ms.gen of the target as planned
 }
 
 // target is the memory an update is about.
@@ -225,7 +224,6 @@ func (f *flusher) ops(pending []journal.Entry, planned []reconcile.UploadOp) []o
 			d := pending[p.Replace]
 			o.replace = &d
 		}
-		o.gen = f.e.ms.gen[o.target()]
 		ops = append(ops, o)
 	}
 	return ops
@@ -392,18 +390,36 @@ func (f *flusher) endPass(ctx context.Context, to passOptions, start time.Time, 
 	return r.res
 }
 
-// upload sends one create or update and settles the answer.
+// upload sends one create or update and settles the answer. The memory
+// an update is about is busy meanwhile (busy.go): it waits for a request
+// about it in flight, and no other decision about it is made until the
+// answer is carried out. A create makes the memories this mount does not
+// know busy.
 //
 // REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) upload(ctx context.Context, o op) error {
-	var capEpoch uint64
-	f.e.locked(func() { capEpoch = f.capw.epoch })
+	e := f.e
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	if o.kind == opCreate {
+		e.startCreate()
+		defer e.endCreate()
+	} else {
+		if err := e.hold(ctx, o.target()); err != nil {
+			return err
+		}
+		defer e.release(o.target())
+	}
+	capEpoch := f.capw.epoch
+	e.syncMu.Unlock()
 	m, recreated, err := f.send(ctx, o)
+	e.syncMu.Lock()
+	if recreated || errors.As(err, new(*createdInstead)) {
+		defer e.endCreate()
+	}
 	if err != nil {
 		return err
 	}
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
 	if o.kind == opCreate || recreated {
 		f.capw.created(capEpoch)
 	}
@@ -436,7 +452,10 @@ func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bo
 	f.e.locked(func() { f.e.ms.noteSent(origin, sha) })
 	m, err = st.UpdateMemory(ctx, sid, origin, store.UpdateMemoryInput{Content: &content, Path: &e.Path, ExpectedSHA256: &base})
 	if v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadUpdate, err)); v == reconcile.VerdictRecreate {
-		f.e.locked(func() { f.e.ms.created[e.Path] = sha })
+		f.e.locked(func() {
+			f.e.ms.created[e.Path] = sha
+			f.e.startCreate() // ended by upload, once answered
+		})
 		if m, err = st.CreateMemory(ctx, sid, e.Path, content); err != nil {
 			return nil, false, &createdInstead{err}
 		}
@@ -460,9 +479,9 @@ func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 }
 
 // settle records an upload the store answered: the journal releases (or
-// rebases) the entry, and the answer — a look at the store — becomes what
-// this mount agrees on, unless the engine settled the memory meanwhile
-// (its gen moved: the overlay applied a change at least as new).
+// rebases) the entry, and the answer — a look at the store, taken while
+// the memory was busy (busy.go), so no newer state of it was applied
+// meanwhile — becomes what this mount agrees on.
 //
 // REQUIRES: f.e.syncMu held.
 func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
@@ -482,33 +501,12 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	delete(f.capped, e.FileID)
 	delete(f.waits, e.FileID)
 	f.credErr = nil
-	fresh := ms.gen[m.ID] == 0
-	if o.kind == opUpdate && !recreated {
-		fresh = ms.gen[m.ID] == o.gen
-	}
 	delete(ms.created, e.Path)
 	if err := f.e.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		return &journalError{err}
 	}
-	if fresh {
-		ms.agree(e.FileID, m)
-		ms.seen(m.ID, m.ContentSHA256)
-		return nil
-	}
-	// The overlay applied another state of the memory meanwhile — often
-	// only an older write of ours coming back through the change feed
-	// (an editor saving again and again: each save a new file renamed
-	// over the last, each upload an update of the same memory). That
-	// state is not taken back, but the memory's copy here is still the
-	// file that carried this write (or its pending delete, when a newer
-	// save replaced it while the write was in flight): bind it, and keep
-	// what was sent, so that this write, when the feed brings it, is
-	// known as ours instead of taken for a remote edit colliding with the
-	// newest save.
-	if f.e.carries(e.FileID, m.Path) {
-		ms.byMemory[m.ID] = e.FileID
-		ms.gen[m.ID]++
-	}
+	ms.agree(e.FileID, m)
+	ms.seen(m.ID, m.ContentSHA256)
 	return nil
 }
 

@@ -115,36 +115,36 @@ func (e *Engine) Fetch(fileID string) error {
 
 // fetchOne fetches one memory and puts it into the tree: as the file's
 // content when it is still what the mount agreed on, else merged as a
-// remote change. Like resolve, it fetches again when the engine settled
-// the memory while the request was out.
+// remote change. It waits, bounded by ctx, while the memory is busy
+// (busy.go): the answer is carried out on the state it was asked from.
 //
 // REQUIRES: e.syncMu NOT held.
 func (e *Engine) fetchOne(ctx context.Context, id string) error {
-	for try := 0; try <= maxFetchTries; try++ {
-		e.syncMu.Lock()
-		gen := e.ms.gen[id]
-		e.syncMu.Unlock()
-		m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			m, err = nil, nil
-		}
-		if err != nil {
-			e.fetchFailed(err)
-			return err
-		}
-		e.fetchWorked()
-		e.syncMu.Lock()
-		if e.ms.gen[id] != gen {
-			e.syncMu.Unlock()
-			continue
-		}
-		if !e.fill(m) {
-			err = e.applyRemote(id, m)
-		}
-		e.syncMu.Unlock()
+	e.syncMu.Lock()
+	err := e.hold(ctx, id)
+	e.syncMu.Unlock()
+	if err != nil {
 		return err
 	}
-	return localError{fmt.Errorf("memory %s keeps changing while it is fetched", id)}
+	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		m, err = nil, nil
+	}
+	if err != nil {
+		e.fetchFailed(err)
+	} else {
+		e.fetchWorked()
+	}
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	defer e.release(id)
+	if err != nil {
+		return err
+	}
+	if !e.fill(m) {
+		err = e.applyRemote(id, m)
+	}
+	return err
 }
 
 // fill puts m's content into its lazy file if m is what the mount agreed

@@ -25,11 +25,6 @@ type memState struct {
 type mergeState struct {
 	known    map[string]memState // memory id -> base
 	byMemory map[string]string   // memory id -> local file id
-	// gen counts, per memory, the changes of known and byMemory. A
-	// request made without the lock (a fetch, an upload) notes it before
-	// and compares after: a memory whose gen moved meanwhile was settled
-	// by someone else, and the answer may be older than what was applied.
-	gen map[string]uint64
 	// sent remembers, per memory, the sha of content we sent and have not
 	// yet seen come back: a change carrying it is our own write, not a
 	// remote edit (a lost response must not look like a conflict).
@@ -41,7 +36,7 @@ type mergeState struct {
 }
 
 func newMergeState() mergeState {
-	return mergeState{known: map[string]memState{}, byMemory: map[string]string{}, gen: map[string]uint64{},
+	return mergeState{known: map[string]memState{}, byMemory: map[string]string{},
 		sent: map[string]map[string]bool{}, created: map[string]string{}}
 }
 
@@ -71,27 +66,12 @@ func (s *mergeState) seen(memoryID, sha string) {
 func (s *mergeState) agree(fileID string, m *store.Memory) {
 	s.known[m.ID] = memState{path: m.Path, sha: m.ContentSHA256}
 	s.byMemory[m.ID] = fileID
-	s.gen[m.ID]++
 }
 
 func (s *mergeState) forget(memoryID string) {
 	delete(s.known, memoryID)
 	delete(s.byMemory, memoryID)
 	delete(s.sent, memoryID)
-	s.gen[memoryID]++
-}
-
-// carries reports whether the local file fileID is still a memory's copy
-// at path: it stands there, or it has a change pending (a move, or the
-// delete an atomic save left when it replaced the file).
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) carries(fileID, path string) bool {
-	if id, isDir, ok := e.tree.At(path); ok && !isDir && id == fileID {
-		return true
-	}
-	_, pending := e.pendingOf(fileID)
-	return pending
 }
 
 // pendingOf returns the journal's pending entry of a file, if any.

@@ -46,6 +46,9 @@ func (e *Engine) follow(ctx context.Context) {
 	}
 	needList := false
 	for ctx.Err() == nil {
+		if err := e.mergeLater(ctx); err != nil {
+			e.report(err)
+		}
 		if follows != FollowsFeed {
 			if wait := e.opts.Interval - time.Since(lastStep); wait > 0 {
 				if !sleepCtx(ctx, wait) {
@@ -155,7 +158,7 @@ func (e *Engine) localWait(err error) {
 
 // applyPage merges one page of the feed: the latest change of each memory,
 // fetched once (without syncMu). The cursor moves only when every change
-// was applied.
+// was applied or set aside (a busy memory's: busy.go).
 func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
 	last := map[string]store.Change{}
 	var order []string
@@ -167,18 +170,11 @@ func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
 	}
 	for _, id := range order {
 		c := last[id]
-		if c.Operation == store.OpDeleted {
-			var err error
-			e.locked(func() { err = e.applyRemote(id, nil) })
-			if err != nil {
-				return err
-			}
-			continue
+		news := remoteNews{deleted: c.Operation == store.OpDeleted, path: c.Path}
+		if c.ContentSHA256 != nil {
+			news.sha = *c.ContentSHA256
 		}
-		if c.ContentSHA256 != nil && e.settledWithoutFetch(id, c.Path, *c.ContentSHA256) {
-			continue
-		}
-		if err := e.resolve(ctx, id); err != nil {
+		if err := e.mergeChange(ctx, id, news); err != nil {
 			return err
 		}
 	}
@@ -191,10 +187,8 @@ func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
 // our own upload), or exactly the bytes of the local file's pending change
 // there (adopted).
 //
-// REQUIRES: e.syncMu NOT held.
+// REQUIRES: e.syncMu held.
 func (e *Engine) settledWithoutFetch(id, path, sha string) bool {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
 	if k, ok := e.ms.known[id]; ok && k.sha == sha && k.path == path {
 		return true
 	}
@@ -246,16 +240,13 @@ func (e *Engine) reconcile(ctx context.Context, fromHead bool) error {
 		}
 	})
 	for id, st := range listed {
-		if e.settledWithoutFetch(id, st.path, st.sha) {
-			continue
-		}
-		if err := e.resolve(ctx, id); err != nil {
+		if err := e.mergeChange(ctx, id, remoteNews{path: st.path, sha: st.sha}); err != nil {
 			return err
 		}
 	}
 	for _, id := range missing {
-		// resolve fetches it: a 404 is a deletion, anything else merges.
-		if err := e.resolve(ctx, id); err != nil {
+		// Fetched: a 404 is a deletion, anything else merges.
+		if err := e.mergeChange(ctx, id, remoteNews{}); err != nil {
 			return err
 		}
 	}

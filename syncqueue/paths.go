@@ -100,8 +100,12 @@ func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool
 		e.syncMu.Unlock()
 		return false
 	}
-	mover := &blocked[i]
+	mover := blocked[i]
 	id, base, from := mover.target(), mover.base(), moves[i].StorePath
+	if err := e.hold(ctx, id); err != nil {
+		e.syncMu.Unlock()
+		return false
+	}
 	// The overlay will see this move: it is our own write (same bytes).
 	e.ms.noteSent(id, base)
 	e.syncMu.Unlock()
@@ -111,6 +115,9 @@ func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool
 	temp := reconcile.ParkPath(id, random)
 	log := f.log.WithFields(logrus.Fields{"memory_id": id, "from": from, "temporary_path": temp})
 	m, err := e.opts.Store.UpdateMemory(ctx, e.opts.StoreID, id, store.UpdateMemoryInput{Path: &temp, ExpectedSHA256: &base})
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	defer e.release(id)
 	switch v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadMove, err)); v {
 	case reconcile.VerdictSettle:
 	case reconcile.VerdictResolve:
@@ -122,14 +129,9 @@ func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool
 		log.WithError(err).Debug("could not park a memory to break a cycle of moves")
 		return false
 	}
-	e.syncMu.Lock()
 	if fileID, ok := e.ms.byMemory[id]; ok {
 		e.ms.agree(fileID, m)
 	}
-	// The op's own park moved gen: its upload must still settle as the
-	// newest look at the memory.
-	mover.gen = e.ms.gen[id]
-	e.syncMu.Unlock()
 	log.Info("a cycle of moves: the memory is parked at a temporary path for this pass")
 	return true
 }

@@ -116,18 +116,11 @@ func (e *Engine) applyVersions(ctx context.Context, mark versionMark) (versionMa
 	}
 	latest, next := newVersions(mark, listed)
 	for _, v := range latest {
-		if v.Operation == store.OpDeleted {
-			var err error
-			e.locked(func() { err = e.applyRemote(v.MemoryID, nil) })
-			if err != nil {
-				return mark, err
-			}
-			continue
+		news := remoteNews{deleted: v.Operation == store.OpDeleted}
+		if v.Path != nil && v.ContentSHA256 != nil {
+			news.path, news.sha = *v.Path, *v.ContentSHA256
 		}
-		if v.Path != nil && v.ContentSHA256 != nil && e.settledWithoutFetch(v.MemoryID, *v.Path, *v.ContentSHA256) {
-			continue
-		}
-		if err := e.resolve(ctx, v.MemoryID); err != nil {
+		if err := e.mergeChange(ctx, v.MemoryID, news); err != nil {
 			return mark, err
 		}
 	}
