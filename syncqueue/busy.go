@@ -2,7 +2,6 @@ package syncqueue
 
 import (
 	"context"
-	"sync"
 )
 
 // The busy rule (docs/architecture.md, "The busy rule"): while a request
@@ -25,19 +24,21 @@ type busySet struct {
 	// of them has been answered (nil while none is in flight).
 	creates int
 	idle    chan struct{}
+	// waiting holds, per memory and in order, the fetches of files not
+	// fetched yet that wait for the memory to be free.
+	waiting map[string][]fetchWanted
 	// later holds the memories whose remote change was set aside while
-	// they were busy: each is merged again once free.
+	// they were busy: each is fetched and merged again once free.
 	later map[string]bool
 	// stopped: Finish has begun, and set-aside changes are no longer
-	// merged on their own (the next mount lists the store).
+	// merged (the next mount lists the store).
 	stopped bool
 	// ctx bounds the merges of set-aside changes (from Start).
-	ctx     context.Context
-	replays sync.WaitGroup
+	ctx context.Context
 }
 
 func newBusySet() busySet {
-	return busySet{held: map[string]chan struct{}{}, later: map[string]bool{}}
+	return busySet{held: map[string]chan struct{}{}, waiting: map[string][]fetchWanted{}, later: map[string]bool{}}
 }
 
 // waitOn returns what a decision about memory id waits for: nil when id
@@ -87,12 +88,31 @@ func (e *Engine) tryHold(id string) bool {
 	return true
 }
 
-// release frees memory id, and merges again a remote change of it that
-// was set aside meanwhile.
+// release frees memory id, and starts what waited for it.
 func (e *Engine) release(id string) {
 	if ch := e.busy.held[id]; ch != nil {
 		close(ch)
 		delete(e.busy.held, id)
+	}
+	e.wake(id)
+}
+
+// wake starts, if memory id is free, the first fetch that waits for it;
+// else, a change of it set aside is merged again. (A fetch merges the
+// store's state as it is then, set-aside changes included.)
+func (e *Engine) wake(id string) {
+	if e.waitOn(id) != nil {
+		return
+	}
+	if w := e.busy.waiting[id]; len(w) > 0 {
+		if len(w) == 1 {
+			delete(e.busy.waiting, id)
+		} else {
+			e.busy.waiting[id] = w[1:]
+		}
+		delete(e.busy.later, id)
+		w[0].start(e)
+		return
 	}
 	if e.busy.later[id] {
 		e.mergeAgain(id)
@@ -108,8 +128,8 @@ func (e *Engine) startCreate() {
 }
 
 // endCreate notes a create answered (its answer carried out); once none
-// is left in flight, the set-aside changes of memories this mount did not
-// know are merged again.
+// is left in flight, what waited on the memories this mount did not know
+// starts.
 func (e *Engine) endCreate() {
 	e.busy.creates--
 	if e.busy.creates > 0 {
@@ -117,67 +137,47 @@ func (e *Engine) endCreate() {
 	}
 	close(e.busy.idle)
 	e.busy.idle = nil
+	for id := range e.busy.waiting {
+		e.wake(id)
+	}
 	for id := range e.busy.later {
-		if e.busy.held[id] == nil {
-			e.mergeAgain(id)
-		}
+		e.wake(id)
 	}
 }
 
-// mergeAgain merges again, on its own goroutine, a remote change of memory id
-// that was set aside while id was busy: the memory is fetched afresh. One
-// that fails stays set aside, and the overlay tries it again at its next
-// step (mergeLater).
+// mergeAgain fetches and merges, on the owner, a remote change of memory
+// id (free) that was set aside while id was busy. One that fails stays set
+// aside, and the overlay tries it again at its next step (mergeLater).
 func (e *Engine) mergeAgain(id string) {
-	if e.busy.stopped || e.busy.ctx == nil {
+	if e.busy.stopped || e.busy.ctx == nil || e.own == nil {
 		return // stays set aside
 	}
 	delete(e.busy.later, id)
+	e.busy.held[id] = make(chan struct{})
 	ctx := e.busy.ctx
-	e.busy.replays.Add(1)
-	go func() {
-		defer e.busy.replays.Done()
-		if err := e.mergeChange(ctx, id, remoteNews{}); err != nil {
-			e.syncMu.Lock()
+	e.fetch(ctx, id, false, func(err error) {
+		if err != nil {
 			e.busy.later[id] = true
-			e.syncMu.Unlock()
 			if ctx.Err() == nil {
-				e.report(err)
+				e.reportHeld(err)
 			}
 		}
-	}()
+	})
 }
 
-// stopReplays ends the merging of set-aside changes on their own, and
-// waits for those under way.
-func (e *Engine) stopReplays() {
+// stopMerging ends the merging of set-aside changes (Finish).
+func (e *Engine) stopMerging() {
 	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
 	e.busy.stopped = true
-	e.syncMu.Unlock()
-	e.busy.replays.Wait()
 }
 
-// mergeLater merges the set-aside changes of memories that are free now
-// (the overlay, before each step: those whose merge failed).
-func (e *Engine) mergeLater(ctx context.Context) error {
+// mergeLater merges again the set-aside changes of memories that are
+// free now (the overlay, before each step: those whose merge failed).
+func (e *Engine) mergeLater() {
 	e.syncMu.Lock()
-	var ids []string
+	defer e.syncMu.Unlock()
 	for id := range e.busy.later {
-		if e.waitOn(id) == nil {
-			ids = append(ids, id)
-			delete(e.busy.later, id)
-		}
+		e.wake(id)
 	}
-	e.syncMu.Unlock()
-	for i, id := range ids {
-		if err := e.mergeChange(ctx, id, remoteNews{}); err != nil {
-			e.syncMu.Lock()
-			for _, id := range ids[i:] {
-				e.busy.later[id] = true
-			}
-			e.syncMu.Unlock()
-			return err
-		}
-	}
-	return nil
 }

@@ -192,6 +192,7 @@ type Engine struct {
 	closeMu sync.RWMutex
 	journal *journal.Journal // nil when ReadOnly; set nil under closeMu
 	tree    Local            // the local copy of the store (local.go), from Open
+	own     *owner           // the owner's loop (owner.go), from Open
 	f       *flusher
 	calls   *inflight    // requests to the store in flight, for the watchdog
 	closes  *closeSignal // journaled writes, for the quiet trigger; nil when off
@@ -386,6 +387,7 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return err
 	}
+	e.startOwner()
 	if e.journal == nil {
 		return nil
 	}
@@ -540,7 +542,7 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 		e.cancel()
 	}
 	e.wg.Wait()
-	e.stopReplays()
+	e.stopMerging()
 	if e.f == nil {
 		return SyncResult{}
 	}
@@ -578,7 +580,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.lifeCancel()
 	e.wg.Wait()
-	e.stopReplays()
+	e.stopOwner()
 	if e.journal != nil {
 		e.left = e.leftNow()
 	}

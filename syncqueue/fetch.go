@@ -10,44 +10,7 @@ import (
 	"github.com/memfs/memfs/syncqueue/journal"
 )
 
-// remoteNews is what the feed, the versions or a listing told of one
-// memory's change: deleted, or its path and sha when told (sha "": not
-// told, the memory is fetched).
-type remoteNews struct {
-	deleted   bool
-	path, sha string
-}
-
-// mergeChange merges the store's change of memory id, as news tells it:
-// a deletion at once, a path and sha this mount agrees on (or adopts)
-// without a request, anything else fetched and merged. While id is busy
-// (busy.go) the change is set aside, and merged again once id is free.
-func (e *Engine) mergeChange(ctx context.Context, id string, news remoteNews) error {
-	e.syncMu.Lock()
-	if !e.tryHold(id) {
-		e.syncMu.Unlock()
-		return nil
-	}
-	var err error
-	done := true
-	switch {
-	case news.deleted:
-		err = e.applyRemote(id, nil)
-	case news.sha != "" && e.settledWithoutFetch(id, news.path, news.sha):
-	default:
-		done = false
-	}
-	if done {
-		e.release(id)
-		e.syncMu.Unlock()
-		return err
-	}
-	e.syncMu.Unlock()
-	return e.fetchHeld(ctx, id)
-}
-
-// resolve fetches one memory and merges it (a 409 on upload, a change set
-// aside while the memory was busy). It waits, bounded by ctx, while the
+// resolve fetches one memory and merges it (a 409 on upload). It waits, bounded by ctx, while the
 // memory is busy.
 func (e *Engine) resolve(ctx context.Context, memoryID string) error {
 	e.syncMu.Lock()

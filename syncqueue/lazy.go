@@ -115,36 +115,30 @@ func (e *Engine) Fetch(fileID string) error {
 
 // fetchOne fetches one memory and puts it into the tree: as the file's
 // content when it is still what the mount agreed on, else merged as a
-// remote change. It waits, bounded by ctx, while the memory is busy
-// (busy.go): the answer is carried out on the state it was asked from.
-//
-// REQUIRES: e.syncMu NOT held.
+// remote change. The owner makes the request (fetchWanted): once the
+// memory is free (busy.go), so the answer is carried out on the state it
+// was asked from. It waits for the answer, or until ctx ends while the
+// memory is still busy (a request made with ctx is answered when ctx
+// ends).
 func (e *Engine) fetchOne(ctx context.Context, id string) error {
-	e.syncMu.Lock()
-	err := e.hold(ctx, id)
-	e.syncMu.Unlock()
-	if err != nil {
+	w := fetchWanted{ctx: ctx, id: id, reply: make(chan error, 1), started: make(chan struct{})}
+	if !e.send(ctx, w) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return errOwnerGone
+	}
+	select {
+	case err := <-w.reply:
 		return err
+	case <-ctx.Done():
 	}
-	m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		m, err = nil, nil
+	select {
+	case <-w.started:
+		return <-w.reply
+	default:
+		return ctx.Err()
 	}
-	if err != nil {
-		e.fetchFailed(err)
-	} else {
-		e.fetchWorked()
-	}
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	defer e.release(id)
-	if err != nil {
-		return err
-	}
-	if !e.fill(m) {
-		err = e.applyRemote(id, m)
-	}
-	return err
 }
 
 // fill puts m's content into its lazy file if m is what the mount agreed

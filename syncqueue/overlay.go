@@ -46,9 +46,7 @@ func (e *Engine) follow(ctx context.Context) {
 	}
 	needList := false
 	for ctx.Err() == nil {
-		if err := e.mergeLater(ctx); err != nil {
-			e.report(err)
-		}
+		e.mergeLater()
 		if follows != FollowsFeed {
 			if wait := e.opts.Interval - time.Since(lastStep); wait > 0 {
 				if !sleepCtx(ctx, wait) {
@@ -131,6 +129,13 @@ func (e *Engine) follow(ctx context.Context) {
 // this host (the journal or conflict log can't be written) is no outage:
 // it is logged on its own, at debug after the first time in a row.
 func (e *Engine) report(err error) {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	e.reportHeld(err)
+}
+
+// reportHeld is report with syncMu held.
+func (e *Engine) reportHeld(err error) {
 	switch {
 	case err == nil:
 		e.outage.ok()
@@ -142,12 +147,10 @@ func (e *Engine) report(err error) {
 }
 
 // localWait logs that remote changes wait on this host's disk, once per
-// streak (status shows it meanwhile).
+// streak (status shows it meanwhile). Called with syncMu held.
 func (e *Engine) localWait(err error) {
-	e.syncMu.Lock()
 	first := !e.remoteBlocked
 	e.remoteBlocked = true
-	e.syncMu.Unlock()
 	l := e.log.WithError(err)
 	if first {
 		l.Warn("a change from the store waits: a local version it would replace can't be kept yet (is the state dir full?); retried")
@@ -168,15 +171,16 @@ func (e *Engine) applyPage(ctx context.Context, page store.ChangePage) error {
 		}
 		last[c.MemoryID] = c
 	}
-	for _, id := range order {
+	items := make([]newsItem, len(order))
+	for i, id := range order {
 		c := last[id]
-		news := remoteNews{deleted: c.Operation == store.OpDeleted, path: c.Path}
+		items[i] = newsItem{id: id, deleted: c.Operation == store.OpDeleted, path: c.Path}
 		if c.ContentSHA256 != nil {
-			news.sha = *c.ContentSHA256
+			items[i].sha = *c.ContentSHA256
 		}
-		if err := e.mergeChange(ctx, id, news); err != nil {
-			return err
-		}
+	}
+	if err := e.mergeNews(ctx, items); err != nil {
+		return err
 	}
 	e.locked(func() { e.cursor, e.remoteBlocked = page.NextCursor, false })
 	return nil
@@ -239,16 +243,16 @@ func (e *Engine) reconcile(ctx context.Context, fromHead bool) error {
 			}
 		}
 	})
+	var items []newsItem
 	for id, st := range listed {
-		if err := e.mergeChange(ctx, id, remoteNews{path: st.path, sha: st.sha}); err != nil {
-			return err
-		}
+		items = append(items, newsItem{id: id, path: st.path, sha: st.sha})
 	}
 	for _, id := range missing {
 		// Fetched: a 404 is a deletion, anything else merges.
-		if err := e.mergeChange(ctx, id, remoteNews{}); err != nil {
-			return err
-		}
+		items = append(items, newsItem{id: id})
+	}
+	if err := e.mergeNews(ctx, items); err != nil {
+		return err
 	}
 	if fromHead {
 		e.locked(func() { e.cursor = head })

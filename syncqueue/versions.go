@@ -115,14 +115,15 @@ func (e *Engine) applyVersions(ctx context.Context, mark versionMark) (versionMa
 		opts.Page = p.NextPage
 	}
 	latest, next := newVersions(mark, listed)
-	for _, v := range latest {
-		news := remoteNews{deleted: v.Operation == store.OpDeleted}
+	items := make([]newsItem, len(latest))
+	for i, v := range latest {
+		items[i] = newsItem{id: v.MemoryID, deleted: v.Operation == store.OpDeleted}
 		if v.Path != nil && v.ContentSHA256 != nil {
-			news.path, news.sha = *v.Path, *v.ContentSHA256
+			items[i].path, items[i].sha = *v.Path, *v.ContentSHA256
 		}
-		if err := e.mergeChange(ctx, v.MemoryID, news); err != nil {
-			return mark, err
-		}
+	}
+	if err := e.mergeNews(ctx, items); err != nil {
+		return mark, err
 	}
 	e.locked(func() { e.remoteBlocked = false })
 	return next, nil
