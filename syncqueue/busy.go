@@ -6,27 +6,24 @@ import (
 
 // The busy rule (docs/architecture.md, "The busy rule"): while a request
 // about memory X is in flight — an upload, a delete, a park, a fetch — X
-// is busy, and no other decision about X is made. A fetch or an upload
-// that concerns X waits until X's answer has been carried out; a change
-// the feed, the versions or a listing tells about X is set aside and
-// merged again then (fetched afresh). So an answer is always carried out
-// on the very state it was asked from: no answer older than what was
-// applied can arrive.
+// is busy, and the owner makes no other decision about X. An upload, a
+// delete or a fetch that concerns X waits in X's queue, in order, and
+// starts once X's answer has been carried out; a change the feed, the
+// versions or a listing tells about X is set aside and merged again then
+// (fetched afresh). So an answer is always carried out on the very state
+// it was asked from: no answer older than what was applied can arrive.
 //
 // A create's memory id is learnt only from its answer, so while a create
 // is in flight every memory this mount does not know is busy: a change of
 // a memory it may be answered with waits for the answer.
-//
-// Every method here is called with Engine.syncMu held.
 type busySet struct {
-	held map[string]chan struct{} // memory id -> closed once its answer has been carried out
-	// creates counts the creates in flight; idle is closed when the last
-	// of them has been answered (nil while none is in flight).
+	held     map[string]bool // memory ids with a request in flight
+	deleting map[string]bool // those of them whose request is a delete
+	// creates counts the creates in flight.
 	creates int
-	idle    chan struct{}
-	// waiting holds, per memory and in order, the fetches of files not
-	// fetched yet that wait for the memory to be free.
-	waiting map[string][]fetchWanted
+	// waiting holds, per memory and in order, what waits for the memory
+	// to be free: each is started once it is.
+	waiting map[string][]func()
 	// later holds the memories whose remote change was set aside while
 	// they were busy: each is fetched and merged again once free.
 	later map[string]bool
@@ -38,92 +35,93 @@ type busySet struct {
 }
 
 func newBusySet() busySet {
-	return busySet{held: map[string]chan struct{}{}, waiting: map[string][]fetchWanted{}, later: map[string]bool{}}
+	return busySet{held: map[string]bool{}, deleting: map[string]bool{}, waiting: map[string][]func(){}, later: map[string]bool{}}
 }
 
-// waitOn returns what a decision about memory id waits for: nil when id
-// is free.
-func (e *Engine) waitOn(id string) <-chan struct{} {
-	if ch := e.busy.held[id]; ch != nil {
-		return ch
+// isBusy reports whether memory id is busy.
+func (e *Engine) isBusy(id string) bool {
+	if e.busy.held[id] {
+		return true
 	}
-	if e.busy.idle != nil {
+	if e.busy.creates > 0 {
 		if _, known := e.ms.known[id]; !known {
-			return e.busy.idle
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
-// hold waits until memory id is free (bounded by ctx; syncMu is let go
-// meanwhile) and marks it busy. On success the caller frees it with
-// release once the answer of its request has been carried out.
-func (e *Engine) hold(ctx context.Context, id string) error {
-	for {
-		ch := e.waitOn(id)
-		if ch == nil {
-			e.busy.held[id] = make(chan struct{})
-			return nil
-		}
-		e.syncMu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
-		e.syncMu.Lock()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// markBusy marks memory id (free) busy until release.
+func (e *Engine) markBusy(id string) {
+	e.busy.held[id] = true
+}
+
+// whenFree runs start at once if memory id is free, else once it is, after
+// what waits for it already. start marks id busy if it makes a request.
+func (e *Engine) whenFree(id string, start func()) {
+	if !e.isBusy(id) && len(e.busy.waiting[id]) == 0 {
+		start()
+		return
 	}
+	e.busy.waiting[id] = append(e.busy.waiting[id], start)
 }
 
 // tryHold marks memory id busy if it is free, and reports whether it did;
 // if not, a remote change of it is set aside (later).
 func (e *Engine) tryHold(id string) bool {
-	if e.waitOn(id) != nil {
+	if e.isBusy(id) || len(e.busy.waiting[id]) > 0 {
 		e.busy.later[id] = true
 		return false
 	}
-	e.busy.held[id] = make(chan struct{})
+	e.markBusy(id)
 	return true
+}
+
+// covered reports whether the request in flight about its memory (busy)
+// leaves the store as it says, so that its answer carries the change: our
+// own update or park (its sha sent and not seen yet), delete, or create
+// (a memory this mount does not know, at the path and with the sha of a
+// create sent).
+func (e *Engine) covered(it newsItem) bool {
+	switch {
+	case it.deleted:
+		return e.busy.deleting[it.id]
+	case it.sha == "":
+		return false
+	case e.ms.sent[it.id][it.sha]:
+		return true
+	}
+	_, known := e.ms.known[it.id]
+	return !known && e.ms.created[it.path] == it.sha
 }
 
 // release frees memory id, and starts what waited for it.
 func (e *Engine) release(id string) {
-	if ch := e.busy.held[id]; ch != nil {
-		close(ch)
-		delete(e.busy.held, id)
-	}
+	delete(e.busy.held, id)
+	delete(e.busy.deleting, id)
 	e.wake(id)
 }
 
-// wake starts, if memory id is free, the first fetch that waits for it;
-// else, a change of it set aside is merged again. (A fetch merges the
-// store's state as it is then, set-aside changes included.)
+// wake starts, while memory id is free, what waits for it, in order; then,
+// if it is still free, a change of it set aside is merged again. (A fetch
+// merges the store's state as it is then, set-aside changes included.)
 func (e *Engine) wake(id string) {
-	if e.waitOn(id) != nil {
-		return
-	}
-	if w := e.busy.waiting[id]; len(w) > 0 {
+	for !e.isBusy(id) && len(e.busy.waiting[id]) > 0 {
+		w := e.busy.waiting[id]
 		if len(w) == 1 {
 			delete(e.busy.waiting, id)
 		} else {
 			e.busy.waiting[id] = w[1:]
 		}
-		delete(e.busy.later, id)
-		w[0].start(e)
-		return
+		w[0]()
 	}
-	if e.busy.later[id] {
+	if !e.isBusy(id) && e.busy.later[id] {
 		e.mergeAgain(id)
 	}
 }
 
 // startCreate notes a create in flight.
 func (e *Engine) startCreate() {
-	if e.busy.creates == 0 {
-		e.busy.idle = make(chan struct{})
-	}
 	e.busy.creates++
 }
 
@@ -135,8 +133,6 @@ func (e *Engine) endCreate() {
 	if e.busy.creates > 0 {
 		return
 	}
-	close(e.busy.idle)
-	e.busy.idle = nil
 	for id := range e.busy.waiting {
 		e.wake(id)
 	}
@@ -145,15 +141,15 @@ func (e *Engine) endCreate() {
 	}
 }
 
-// mergeAgain fetches and merges, on the owner, a remote change of memory
-// id (free) that was set aside while id was busy. One that fails stays set
-// aside, and the overlay tries it again at its next step (mergeLater).
+// mergeAgain fetches and merges a remote change of memory id (free) that
+// was set aside while id was busy. One that fails stays set aside, and the
+// overlay tries it again at its next step (mergeLater).
 func (e *Engine) mergeAgain(id string) {
-	if e.busy.stopped || e.busy.ctx == nil || e.own == nil {
+	if e.busy.stopped || e.busy.ctx == nil {
 		return // stays set aside
 	}
 	delete(e.busy.later, id)
-	e.busy.held[id] = make(chan struct{})
+	e.markBusy(id)
 	ctx := e.busy.ctx
 	e.fetch(ctx, id, false, func(err error) {
 		if err != nil {
@@ -162,6 +158,15 @@ func (e *Engine) mergeAgain(id string) {
 				e.reportHeld(err)
 			}
 		}
+	})
+}
+
+// resolve fetches one memory and merges it (a 409 on upload), once it is
+// free; then hears how the merge went.
+func (e *Engine) resolve(ctx context.Context, id string, then func(error)) {
+	e.whenFree(id, func() {
+		e.markBusy(id)
+		e.fetch(ctx, id, false, then)
 	})
 }
 

@@ -391,7 +391,7 @@ func (e *Engine) Open(ctx context.Context) error {
 	if e.journal == nil {
 		return nil
 	}
-	e.f = newFlusher(e, len(files))
+	e.f = newFlusher(e.log, len(files))
 	e.replayJournal()
 	return nil
 }
@@ -521,7 +521,7 @@ func (e *Engine) SyncNow(ctx context.Context, deletes, waiveDelay bool) SyncResu
 	if e.f == nil {
 		return SyncResult{}
 	}
-	return e.f.pass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay, trigger: TriggerNow})
+	return e.runPass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay, trigger: TriggerNow})
 }
 
 // FinalSyncTimeout bounds the final sync of Finish.
@@ -548,7 +548,7 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 	}
 	fctx, cancel := context.WithTimeout(ctx, FinalSyncTimeout)
 	defer cancel()
-	res := e.f.pass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true, trigger: TriggerFinal})
+	res := e.runPass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true, trigger: TriggerFinal})
 	if !clean && res.DeletesPending > 0 {
 		e.log.WithField("deletes", res.DeletesPending).Warn("the session did not end cleanly: pending deletions were not sent")
 	}

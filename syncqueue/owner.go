@@ -147,11 +147,7 @@ type fetchWanted struct {
 }
 
 func (w fetchWanted) handle(e *Engine) {
-	if e.waitOn(w.id) != nil {
-		e.busy.waiting[w.id] = append(e.busy.waiting[w.id], w)
-		return
-	}
-	w.start(e)
+	e.whenFree(w.id, func() { w.start(e) })
 }
 
 // start fetches for w, the memory free (syncMu held).
@@ -161,7 +157,7 @@ func (w fetchWanted) start(e *Engine) {
 		w.reply <- err // the asker has stopped waiting
 		return
 	}
-	e.busy.held[w.id] = make(chan struct{})
+	e.markBusy(w.id)
 	e.fetch(w.ctx, w.id, true, func(err error) { w.reply <- err })
 }
 
@@ -176,10 +172,13 @@ type newsItem struct {
 
 // mergeBatch merges the changes the overlay was told, in order: a
 // deletion at once, a path and sha this mount agrees on (or adopts)
-// without a request, anything else fetched and merged, one at a time. A
-// busy memory's change is set aside, and merged again once it is free
-// (busy.go). The first failure ends the batch; reply (buffered) hears how
-// it ended.
+// without a request, anything else fetched and merged, one at a time.
+// The change of a busy memory (busy.go) waits in the memory's queue, and
+// the batch with it, unless the request in flight carries it (covered):
+// then it is set aside, and merged again once the memory is free. So
+// once the batch has ended every change it told is on the mount, or is
+// ours and on its way (the feed's cursor moves on that). The first
+// failure ends the batch; reply (buffered) hears how it ended.
 type mergeBatch struct {
 	ctx   context.Context
 	items []newsItem
@@ -191,32 +190,51 @@ func (b *mergeBatch) handle(e *Engine) {
 	for b.next < len(b.items) {
 		it := b.items[b.next]
 		b.next++
-		if !e.tryHold(it.id) {
-			continue // set aside
-		}
-		switch {
-		case it.deleted:
-			err := e.applyRemote(it.id, nil)
-			e.release(it.id)
-			if err != nil {
-				b.reply <- err
-				return
+		if e.isBusy(it.id) || len(e.busy.waiting[it.id]) > 0 {
+			if e.covered(it) {
+				e.busy.later[it.id] = true
+				continue
 			}
-			continue
-		case it.sha != "" && e.settledWithoutFetch(it.id, it.path, it.sha):
-			e.release(it.id)
-			continue
+			e.whenFree(it.id, func() {
+				if b.merge(e, it) {
+					b.handle(e)
+				}
+			})
+			return
 		}
-		e.fetch(b.ctx, it.id, false, func(err error) {
-			if err != nil {
-				b.reply <- err
-				return
-			}
-			b.handle(e)
-		})
-		return
+		if !b.merge(e, it) {
+			return
+		}
 	}
 	b.reply <- nil
+}
+
+// merge merges it, its memory free, and reports whether the batch goes
+// on at once: not when it fetches (the answer goes on), nor when the
+// merge failed (the batch ends).
+func (b *mergeBatch) merge(e *Engine, it newsItem) bool {
+	e.markBusy(it.id)
+	switch {
+	case it.deleted:
+		err := e.applyRemote(it.id, nil)
+		e.release(it.id)
+		if err != nil {
+			b.reply <- err
+			return false
+		}
+		return true
+	case it.sha != "" && e.settledWithoutFetch(it.id, it.path, it.sha):
+		e.release(it.id)
+		return true
+	}
+	e.fetch(b.ctx, it.id, false, func(err error) {
+		if err != nil {
+			b.reply <- err
+			return
+		}
+		b.handle(e)
+	})
+	return false
 }
 
 // mergeNews has the owner merge items (a mergeBatch) and waits until it

@@ -122,7 +122,7 @@ func (e *Engine) flushLoop(ctx context.Context) {
 	}
 	if e.replayed > 0 {
 		// A journal left behind goes up at once, not an interval later.
-		e.f.pass(ctx, passOptions{deletes: true, trigger: TriggerReplay})
+		e.runPass(ctx, passOptions{deletes: true, trigger: TriggerReplay})
 	}
 	for {
 		select {
@@ -131,7 +131,7 @@ func (e *Engine) flushLoop(ctx context.Context) {
 		case <-retry.C:
 			e.tree.RetryUnjournaled() // status shows what is left
 		case <-tick.C:
-			e.f.pass(ctx, passOptions{deletes: true, trigger: TriggerInterval})
+			e.runPass(ctx, passOptions{deletes: true, trigger: TriggerInterval})
 		case <-closes:
 			// Armed: later closes only move the time the timer reads.
 			closes = nil
@@ -157,20 +157,20 @@ func (e *Engine) flushLoop(ctx context.Context) {
 // it meanwhile, or only deletes wait: they go at the interval). It
 // reports whether it ran and could not reach the store for some change.
 func (e *Engine) quietPass(ctx context.Context) (failed bool) {
-	if e.f.failing() || e.outage.isDown() {
+	if e.failing() || e.outage.isDown() {
 		return false
 	}
 	if st := e.journal.Stats(); st.Pending == st.Deletes {
 		return false
 	}
-	e.f.pass(ctx, passOptions{trigger: TriggerQuiet})
-	return e.f.failing()
+	e.runPass(ctx, passOptions{trigger: TriggerQuiet})
+	return e.failing()
 }
 
 // failing reports whether the last pass could not reach the store for
 // some change.
-func (f *flusher) failing() bool {
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
-	return f.unreached
+func (e *Engine) failing() bool {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	return e.f.unreached
 }
