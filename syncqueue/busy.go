@@ -170,18 +170,9 @@ func (e *Engine) resolve(ctx context.Context, id string, then func(error)) {
 	})
 }
 
-// stopMerging ends the merging of set-aside changes (Finish).
-func (e *Engine) stopMerging() {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	e.busy.stopped = true
-}
-
 // mergeLater merges again the set-aside changes of memories that are
 // free now (the overlay, before each step: those whose merge failed).
 func (e *Engine) mergeLater() {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
 	for id := range e.busy.later {
 		e.wake(id)
 	}

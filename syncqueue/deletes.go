@@ -161,13 +161,13 @@ func (e *Engine) deleteAnswered(d journal.Entry, err error, out *deleteOutcome) 
 		// The store changed it: the store's version comes back.
 		out.conflicted = append(out.conflicted, d.Origin)
 	case reconcile.VerdictOutage, reconcile.VerdictCutShort:
-		f.waitLocked(d, v, err)
+		f.noteWait(d, v, err)
 		out.transient++
 		if out.firstErr == nil {
 			out.firstErr = err
 		}
 	default:
-		f.waitLocked(d, v, err)
+		f.noteWait(d, v, err)
 		out.failed++
 	}
 }
@@ -186,8 +186,6 @@ func deleteMode(deletions string) reconcile.DeleteMode {
 // dueDeletes decides which pending deletes go in this pass
 // (reconcile.PlanDeletes), and keeps the watches of the 30 s rule. guard
 // is set when every file of the store disappeared at once.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) dueDeletes(dels []journal.Entry, to passOptions, delay time.Duration, local Local) (due []journal.Entry, guard bool, out deleteOutcome) {
 	r := reconcile.DeleteRound{Watches: f.deleteSeen, Send: to.deletes, Waive: to.waiveDelay, Now: time.Now(), Pass: f.ticks,
 		Delay: delay, StoreSize: f.storeSize}
@@ -210,8 +208,6 @@ func (f *flusher) dueDeletes(dels []journal.Entry, to passOptions, delay time.Du
 }
 
 // settleDelete releases a pending delete (sent, or not to be sent).
-//
-// REQUIRES: f.e.syncMu held.
 func (e *Engine) settleDelete(d journal.Entry) {
 	delete(e.f.deleteSeen, d.FileID)
 	delete(e.f.waits, d.FileID)

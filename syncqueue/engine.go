@@ -180,9 +180,11 @@ func (o *EngineOptions) Validate() error {
 // Finish(ctx, clean) freezes the tree and runs the final sync; Close
 // releases the journal.
 //
-// Lock order: closeMu, then flusher.passMu, then syncMu, then the local
-// side's lock (fs.Tree's), then the journal's. syncMu is never held
-// across a request to the store.
+// The merge state, the feed's cursor and the flusher's bookkeeping are
+// owned by one goroutine, the owner (owner.go), which handles the answers
+// of the store's requests as events and never waits on the network. Lock
+// order otherwise: closeMu, then the local side's lock (fs.Tree's), then
+// the journal's.
 type Engine struct {
 	opts EngineOptions
 	log  logrus.FieldLogger
@@ -200,18 +202,16 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// syncMu is held by the flusher and the overlay while they change the
-	// merge state, the journal or the tree for the store.
-	syncMu    sync.Mutex
-	ms        mergeState  // GUARDED_BY(syncMu)
-	busy      busySet     // the memories with a request in flight (busy.go). GUARDED_BY(syncMu)
-	cursor    int64       // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
-	follows   string      // Status.Follows: probed once at Open; feed or versions turn to listing once refused. GUARDED_BY(syncMu) once started
+	// The owner's (owner.go) once Open has started it:
+	ms        mergeState  // the engine's view of the store (merge.go)
+	busy      busySet     // the memories with a request in flight (busy.go)
+	cursor    int64       // the change feed's cursor; 0 without a feed
+	follows   string      // Status.Follows: probed once at Open; feed or versions turn to listing once refused
 	mark      versionMark // following the versions: how far (versions.go). Owned by the overlay once started
 	conflicts *ConflictLog
 	outage    outage
-	// remoteBlocked: a remote change waits on this host (localWait).
-	remoteBlocked bool   // GUARDED_BY(syncMu)
+	// remoteBlocked: a remote change waits on this host (localWait). The owner's.
+	remoteBlocked bool
 	replayed      int    // pending changes found in the journal at Open
 	loaded        int    // memories loaded at Open
 	name          string // the store's name, read once at Open (for status)
@@ -280,13 +280,6 @@ func CheckJournal(stateDir, storeID, session string, log logrus.FieldLogger) (*j
 // JournalDir is where this store's journal lives.
 func JournalDir(stateDir, storeID string) string {
 	return filepath.Join(stateDir, "stores", storeID)
-}
-
-// locked runs fn with syncMu held.
-func (e *Engine) locked(fn func()) {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	fn()
 }
 
 // openJournal opens the store's journal as this state dir's and this
@@ -497,7 +490,7 @@ func (e *Engine) replay(changes []fs.Change) error {
 func (e *Engine) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.locked(func() { e.busy.ctx = ctx })
+	e.tell(started{ctx})
 	e.goRun(ctx, e.follow)
 	e.goRun(ctx, e.watch)
 	e.goRun(ctx, e.fetchAll)
@@ -542,7 +535,9 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 		e.cancel()
 	}
 	e.wg.Wait()
-	e.stopMerging()
+	if e.own != nil {
+		e.tell(finishing{})
+	}
 	if e.f == nil {
 		return SyncResult{}
 	}

@@ -168,8 +168,6 @@ const (
 // by a final pass; with the store at its cap (capFull), creates wait apart
 // (held). It keeps the scratch names' first sightings and records why a
 // change not UTF-8 waits.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) plan(pending []journal.Entry, final, capFull bool) (ops, held []op, deletes []journal.Entry) {
 	now := time.Now()
 	items := make([]reconcile.PlanItem, len(pending))
@@ -208,8 +206,6 @@ func (f *flusher) plan(pending []journal.Entry, final, capFull bool) (ops, held 
 }
 
 // ops turns planned uploads into ops on pending's entries.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) ops(pending []journal.Entry, planned []reconcile.UploadOp) []op {
 	var ops []op
 	for _, p := range planned {
@@ -374,8 +370,6 @@ func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 // rebases) the entry, and the answer — a look at the store, taken while
 // the memory was busy (busy.go), so no newer state of it was applied
 // meanwhile — becomes what this mount agrees on.
-//
-// REQUIRES: f.e.syncMu held.
 func (eng *Engine) settle(o op, m *store.Memory, recreated bool) error {
 	f, e, ms := eng.f, o.entry, &eng.ms
 	if recreated {
@@ -406,10 +400,9 @@ func (eng *Engine) settle(o op, m *store.Memory, recreated bool) error {
 // and for the delete folded into it), and warns once per file where a
 // person should know. first reports a refusal warned about now (the first
 // for this version of the file).
-//
-// REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) judge(o op, err error) (v reconcile.Verdict, first bool) {
-	v, first = f.judgeLocked(o.entry, o.kind, err)
+	v, _ = reconcile.JudgeAnswer(describe(o.kind, err))
+	first = f.noteWait(o.entry, v, err)
 	if o.replace != nil {
 		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: time.Now()}
 	}
@@ -456,8 +449,6 @@ func (e *Engine) retryCapped(p *pass, capped []op, i int) {
 
 // holdAtCap records why a create not sent waits: the store is at its cap.
 // A reason the store gave for this version of the file is kept.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) holdAtCap(e journal.Entry) {
 	if w, ok := f.waits[e.FileID]; ok && w.lsn == e.LSN && w.reason == ReasonCap {
 		return
@@ -466,21 +457,11 @@ func (f *flusher) holdAtCap(e journal.Entry) {
 		lsn: e.LSN, at: time.Now()}
 }
 
-// judgeLocked is judge with syncMu held.
-//
-// REQUIRES: f.e.syncMu held.
-func (f *flusher) judgeLocked(e journal.Entry, kind reconcile.UploadKind, err error) (v reconcile.Verdict, first bool) {
-	v, _ = reconcile.JudgeAnswer(describe(kind, err))
-	return v, f.waitLocked(e, v, err)
-}
-
-// waitLocked records why a change the store did not take waits, by its
+// noteWait records why a change the store did not take waits, by its
 // verdict, and warns once per file where a person should know. first
 // reports a refusal warned about now (the first for this version of the
 // file).
-//
-// REQUIRES: f.e.syncMu held.
-func (f *flusher) waitLocked(e journal.Entry, v reconcile.Verdict, err error) (first bool) {
+func (f *flusher) noteWait(e journal.Entry, v reconcile.Verdict, err error) (first bool) {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	w := wait{err: err.Error(), lsn: e.LSN, at: time.Now()}
 	switch v {

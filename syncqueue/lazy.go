@@ -73,8 +73,6 @@ type flight struct {
 // is always a memory loaded from the store) into the tree: the tree calls
 // it (fs.Fetcher) when an operation needs the bytes. Concurrent calls for
 // one file share one request.
-//
-// REQUIRES: e.syncMu NOT held.
 func (e *Engine) Fetch(fileID string) error {
 	l := &e.lazy
 	l.mu.Lock()
@@ -144,8 +142,6 @@ func (e *Engine) fetchOne(ctx context.Context, id string) error {
 // fill puts m's content into its lazy file if m is what the mount agreed
 // on, and reports whether m needs nothing more (filled, or not lazy and
 // agreed on).
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) fill(m *store.Memory) bool {
 	if m == nil || m.Content == nil {
 		return false
@@ -179,11 +175,10 @@ func (e *Engine) fetchAll(ctx context.Context) {
 		var err error
 		if !listed {
 			_, err = listStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency, true, func(ms []store.Memory) {
-				e.locked(func() {
-					for i := range ms {
-						e.fill(&ms[i])
-					}
-				})
+				l := listedPage{ms: ms, done: make(chan struct{})}
+				if e.send(ctx, l) {
+					<-l.done
+				}
 			})
 			listed = err == nil
 		} else {

@@ -18,10 +18,10 @@ type memState struct {
 	path, sha string
 }
 
-// mergeState is the engine's view of the store, GUARDED_BY(Engine.syncMu):
-// the flusher and the overlay both take syncMu before changing it, the
-// journal or the tree on behalf of the store — and never hold it across a
-// request to the store.
+// mergeState is the engine's view of the store, the owner's alone
+// (owner.go): the passes and the remote side change it, the journal and
+// the tree on behalf of the store only on the owner, carrying out the
+// answers of requests made in its pool.
 type mergeState struct {
 	known    map[string]memState // memory id -> base
 	byMemory map[string]string   // memory id -> local file id
@@ -92,8 +92,6 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 // written, or writes through a handle still open can't be journaled (a
 // full state dir). A local file is never replaced before its content is
 // safe.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	in, g := e.gather(memoryID, m)
 	return e.execute(in, m, reconcile.Decide(in), g)
@@ -105,8 +103,6 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 // whose response was lost): docs/sync.md, R7 and R17, "adopt silently:
 // settle, no upload, no conflict". It reports whether it did; if not, the
 // caller fetches the memory and merges it with applyRemote.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) adoptSame(memoryID, path, sha string) bool {
 	g := gathered{entries: map[string]journal.Entry{}}
 	in := reconcile.Input{MemoryID: memoryID, Remote: &reconcile.State{Path: path, SHA: sha}}
@@ -152,8 +148,6 @@ func (g *gathered) entry(e *Engine, fileID string) *reconcile.Entry {
 // through open handles is journaled first (commitOpen): those writes are
 // a local change like any other. Those of a file standing at the remote
 // path are journaled when a decision asks for it ([reconcile.Commit]).
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gathered) {
 	g := gathered{entries: map[string]journal.Entry{}}
 	in := reconcile.Input{MemoryID: memoryID, ReadOnly: e.opts.ReadOnly}
@@ -193,8 +187,6 @@ func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gath
 // execute carries out the actions decided on in, in order, with m the
 // store's state of the memory (nil when gone). It stops at the first that
 // fails.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) execute(in reconcile.Input, m *store.Memory, acts []reconcile.Action, g gathered) error {
 	log := e.log.WithField("memory_id", in.MemoryID)
 	for _, a := range acts {
@@ -252,8 +244,6 @@ func (e *Engine) execute(in reconcile.Input, m *store.Memory, acts []reconcile.A
 // writes are a local change like any other. If they can't be journaled,
 // the file must not be touched: the error makes the caller leave it, and
 // the remote change is merged again later.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) commitOpen(fileID string) error {
 	if e.journal == nil || fileID == "" {
 		return nil

@@ -15,22 +15,31 @@ import (
 // the remote side — the changes the feed, the versions or a listing tell
 // (a merge batch, merged in order, one fetch at a time), the fetches of
 // files not fetched yet (fetchWanted), and the fetches that answer them
-// (fetchDone). The flusher's pass still runs on its own goroutine, and
-// meets the owner at syncMu, which the owner takes for each event.
+// (fetchDone), and the passes (pass.go). The merge state (merge.go), the
+// busy set (busy.go), the feed's cursor and the flusher's bookkeeping are
+// the owner's alone: no lock guards them, and no other goroutine touches
+// them. The goroutines around it have no state of their own: the
+// overlay's poller (overlay.go) makes the feed's long polls and the
+// listings and hands what they tell as batches; the schedule
+// (schedule.go) asks for passes; the filesystem asks for fetches; Status
+// asks for what it shows (status.go).
 //
 // The owner runs from Open to Close: files not fetched yet are read
-// until the unmount, after Finish.
+// until the unmount, after Finish. After Close, what asked it is
+// answered at once (Status reads the state left, which nothing changes
+// any more).
 
-// ownerEvent is one event the owner handles, with syncMu held.
+// ownerEvent is one event the owner handles.
 type ownerEvent interface {
 	handle(e *Engine)
 }
 
 // owner is the owner's loop state: its events and its pool.
 type owner struct {
-	events chan ownerEvent
-	slots  chan struct{} // the pool: one per request in flight
-	done   chan struct{} // closed once the loop has ended (Close)
+	events  chan ownerEvent
+	slots   chan struct{} // the pool: one per request in flight
+	done    chan struct{} // closed once the loop has ended (Close)
+	batches int           // merge batches in progress
 }
 
 // startOwner starts the owner's loop; it ends with e.life (Close).
@@ -47,9 +56,7 @@ func (e *Engine) ownLoop() {
 		case <-e.life.Done():
 			return
 		case ev := <-e.own.events:
-			e.syncMu.Lock()
 			ev.handle(e)
-			e.syncMu.Unlock()
 		}
 	}
 }
@@ -64,6 +71,9 @@ func (e *Engine) stopOwner() {
 // send hands ev to the owner, and reports false when the owner has ended
 // (or ctx did first).
 func (e *Engine) send(ctx context.Context, ev ownerEvent) bool {
+	if e.own == nil {
+		return false
+	}
 	select {
 	case e.own.events <- ev:
 		return true
@@ -117,8 +127,7 @@ func (d fetchDone) handle(e *Engine) {
 }
 
 // fetch starts the fetch of memory id, which the caller has marked busy
-// (hold, tryHold): its answer comes back as fetchDone, with then. Called
-// with syncMu held.
+// (markBusy): its answer comes back as fetchDone, with then.
 func (e *Engine) fetch(ctx context.Context, id string, lazy bool, then func(error)) {
 	e.request(func() ownerEvent {
 		m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
@@ -150,7 +159,7 @@ func (w fetchWanted) handle(e *Engine) {
 	e.whenFree(w.id, func() { w.start(e) })
 }
 
-// start fetches for w, the memory free (syncMu held).
+// start fetches for w, the memory free.
 func (w fetchWanted) start(e *Engine) {
 	close(w.started)
 	if err := w.ctx.Err(); err != nil {
@@ -182,8 +191,21 @@ type newsItem struct {
 type mergeBatch struct {
 	ctx   context.Context
 	items []newsItem
+	then  batchEnd
 	next  int
 	reply chan error
+}
+
+// batchEnd is what a batch that merged every change it told settles:
+// the feed's cursor moves (setCursor), and remote changes no longer wait
+// on this host (unblock).
+type batchEnd struct {
+	setCursor, unblock bool
+	cursor             int64
+	// listing: the items are a whole listing of the store, and every
+	// memory this mount knows that it did not show is fetched too (a
+	// 404 is a deletion, anything else merges).
+	listing bool
 }
 
 func (b *mergeBatch) handle(e *Engine) {
@@ -206,7 +228,20 @@ func (b *mergeBatch) handle(e *Engine) {
 			return
 		}
 	}
+	if b.then.setCursor {
+		e.cursor = b.then.cursor
+	}
+	if b.then.unblock {
+		e.remoteBlocked = false
+	}
+	e.own.batches--
 	b.reply <- nil
+}
+
+// fail ends the batch on err.
+func (b *mergeBatch) fail(e *Engine, err error) {
+	e.own.batches--
+	b.reply <- err
 }
 
 // merge merges it, its memory free, and reports whether the batch goes
@@ -219,7 +254,7 @@ func (b *mergeBatch) merge(e *Engine, it newsItem) bool {
 		err := e.applyRemote(it.id, nil)
 		e.release(it.id)
 		if err != nil {
-			b.reply <- err
+			b.fail(e, err)
 			return false
 		}
 		return true
@@ -229,7 +264,7 @@ func (b *mergeBatch) merge(e *Engine, it newsItem) bool {
 	}
 	e.fetch(b.ctx, it.id, false, func(err error) {
 		if err != nil {
-			b.reply <- err
+			b.fail(e, err)
 			return
 		}
 		b.handle(e)
@@ -237,11 +272,12 @@ func (b *mergeBatch) merge(e *Engine, it newsItem) bool {
 	return false
 }
 
-// mergeNews has the owner merge items (a mergeBatch) and waits until it
-// has: also once ctx ends, whose requests then fail at once.
-func (e *Engine) mergeNews(ctx context.Context, items []newsItem) error {
-	b := &mergeBatch{ctx: ctx, items: items, reply: make(chan error, 1)}
-	if !e.send(context.Background(), b) {
+// mergeNews has the owner merge items (a mergeBatch) and settle then,
+// and waits until it has: also once ctx ends, whose requests then fail at
+// once.
+func (e *Engine) mergeNews(ctx context.Context, items []newsItem, then batchEnd) error {
+	b := &mergeBatch{ctx: ctx, items: items, then: then, reply: make(chan error, 1)}
+	if !e.send(context.Background(), batchStart{b}) {
 		return errOwnerGone
 	}
 	select {
@@ -250,4 +286,71 @@ func (e *Engine) mergeNews(ctx context.Context, items []newsItem) error {
 	case <-e.own.done:
 		return errOwnerGone
 	}
+}
+
+// batchStart begins a merge batch.
+type batchStart struct{ b *mergeBatch }
+
+func (s batchStart) handle(e *Engine) {
+	e.own.batches++
+	if b := s.b; b.then.listing {
+		listed := make(map[string]bool, len(b.items))
+		for _, it := range b.items {
+			listed[it.id] = true
+		}
+		for id := range e.ms.known {
+			if !listed[id] {
+				b.items = append(b.items, newsItem{id: id})
+			}
+		}
+	}
+	s.b.handle(e)
+}
+
+// started hands the owner the context of the running mount (Start): it
+// bounds the merges of set-aside changes.
+type started struct{ ctx context.Context }
+
+func (s started) handle(e *Engine) { e.busy.ctx = s.ctx }
+
+// finishing tells the owner that Finish has begun: set-aside changes are
+// no longer merged.
+type finishing struct{}
+
+func (finishing) handle(e *Engine) { e.busy.stopped = true }
+
+// stepping tells the owner that the overlay begins a step: set-aside
+// changes whose merge failed are merged again (mergeLater).
+type stepping struct{}
+
+func (stepping) handle(e *Engine) { e.mergeLater() }
+
+// reported tells the owner how an overlay step went (report).
+type reported struct{ err error }
+
+func (r reported) handle(e *Engine) { e.reportHeld(r.err) }
+
+// followsSet records how the mount follows the store now (Status.Follows).
+type followsSet struct{ how string }
+
+func (f followsSet) handle(e *Engine) { e.follows = f.how }
+
+// listedPage is a page of the content fetch's listing (lazy.go): the
+// files it describes as agreed are filled; done is closed after.
+type listedPage struct {
+	ms   []store.Memory
+	done chan struct{}
+}
+
+func (l listedPage) handle(e *Engine) {
+	for i := range l.ms {
+		e.fill(&l.ms[i])
+	}
+	close(l.done)
+}
+
+// tell hands ev to the owner, which answers nothing: dropped once the
+// owner has ended.
+func (e *Engine) tell(ev ownerEvent) {
+	e.send(context.Background(), ev)
 }

@@ -22,11 +22,20 @@ import (
 // side's events as well. Passes run one at a time, in the order asked.
 
 // passWanted asks the owner for a pass (SyncNow, Finish, the schedule);
-// reply (buffered) hears its result.
+// reply (buffered) hears how it went.
 type passWanted struct {
 	ctx   context.Context
 	to    passOptions
-	reply chan SyncResult
+	reply chan passOutcome
+}
+
+// passOutcome is how a pass asked for went: its result, whether it ran
+// (a quiet pass does not while the store is failing or no write is
+// pending: schedule.go), and whether it could not reach the store for
+// some change.
+type passOutcome struct {
+	res            SyncResult
+	ran, unreached bool
 }
 
 func (w passWanted) handle(e *Engine) {
@@ -40,16 +49,31 @@ func (w passWanted) handle(e *Engine) {
 // runPass has the owner run one pass and waits for its result. A pass
 // always ends: once ctx ends, its requests fail at once.
 func (e *Engine) runPass(ctx context.Context, to passOptions) SyncResult {
-	w := passWanted{ctx: ctx, to: to, reply: make(chan SyncResult, 1)}
+	return e.askPass(ctx, to).res
+}
+
+// askPass has the owner run one pass and waits until it has.
+func (e *Engine) askPass(ctx context.Context, to passOptions) passOutcome {
+	w := passWanted{ctx: ctx, to: to, reply: make(chan passOutcome, 1)}
 	if !e.send(context.Background(), w) {
-		return SyncResult{}
+		return passOutcome{}
 	}
 	select {
-	case res := <-w.reply:
-		return res
+	case out := <-w.reply:
+		return out
 	case <-e.own.done:
-		return SyncResult{}
+		return passOutcome{}
 	}
+}
+
+// skipQuiet reports whether a quiet pass is not to run now: the store is
+// failing (the interval's passes retry then), or no write is pending.
+func (e *Engine) skipQuiet() bool {
+	if e.f.unreached || e.outage.isDown() {
+		return true
+	}
+	st := e.journal.Stats()
+	return st.Pending == st.Deletes
 }
 
 // pass is the state of one pass in progress.
@@ -72,6 +96,11 @@ type pass struct {
 // beginPass plans a pass and starts its uploads.
 func (e *Engine) beginPass(w passWanted) {
 	f := e.f
+	if w.to.trigger == TriggerQuiet && e.skipQuiet() {
+		w.reply <- passOutcome{}
+		e.nextPass()
+		return
+	}
 	p := &pass{passWanted: w, start: time.Now()}
 	f.running = p
 	if left, err := e.tree.RetryUnjournaled(); left > 0 {
@@ -172,8 +201,14 @@ func (e *Engine) endPass(p *pass) {
 		f.lastClean = p.start
 	}
 	e.opts.Observer.PassDone(f.last, f.waitingAfter(p.start, unjournaled))
-	p.reply <- r.res
+	p.reply <- passOutcome{res: r.res, ran: true, unreached: f.unreached}
 	f.running = nil
+	e.nextPass()
+}
+
+// nextPass begins the next pass asked for, if any.
+func (e *Engine) nextPass() {
+	f := e.f
 	if len(f.queued) > 0 {
 		next := f.queued[0]
 		f.queued = f.queued[1:]

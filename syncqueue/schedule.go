@@ -154,23 +154,9 @@ func (e *Engine) flushLoop(ctx context.Context) {
 
 // quietPass runs the pass of a quiet period, unless the store is failing
 // (the interval's passes retry then) or no write is pending (a pass took
-// it meanwhile, or only deletes wait: they go at the interval). It
-// reports whether it ran and could not reach the store for some change.
+// it meanwhile, or only deletes wait: they go at the interval): the owner
+// judges that as the pass would begin (passWanted). It reports whether it
+// ran and could not reach the store for some change.
 func (e *Engine) quietPass(ctx context.Context) (failed bool) {
-	if e.failing() || e.outage.isDown() {
-		return false
-	}
-	if st := e.journal.Stats(); st.Pending == st.Deletes {
-		return false
-	}
-	e.runPass(ctx, passOptions{trigger: TriggerQuiet})
-	return e.failing()
-}
-
-// failing reports whether the last pass could not reach the store for
-// some change.
-func (e *Engine) failing() bool {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	return e.f.unreached
+	return e.askPass(ctx, passOptions{trigger: TriggerQuiet}).unreached
 }

@@ -122,10 +122,9 @@ func (e *Engine) applyVersions(ctx context.Context, mark versionMark) (versionMa
 			items[i].path, items[i].sha = *v.Path, *v.ContentSHA256
 		}
 	}
-	if err := e.mergeNews(ctx, items); err != nil {
+	if err := e.mergeNews(ctx, items, batchEnd{unblock: true}); err != nil {
 		return mark, err
 	}
-	e.locked(func() { e.remoteBlocked = false })
 	return next, nil
 }
 
