@@ -66,17 +66,6 @@ func (e *Engine) whenFree(id string, start func()) {
 	e.busy.waiting[id] = append(e.busy.waiting[id], start)
 }
 
-// tryHold marks memory id busy if it is free, and reports whether it did;
-// if not, a remote change of it is set aside (later).
-func (e *Engine) tryHold(id string) bool {
-	if e.isBusy(id) || len(e.busy.waiting[id]) > 0 {
-		e.busy.later[id] = true
-		return false
-	}
-	e.markBusy(id)
-	return true
-}
-
 // covered reports whether the request in flight about its memory (busy)
 // leaves the store as it says, so that its answer carries the change: our
 // own update or park (its sha sent and not seen yet), delete, or create
