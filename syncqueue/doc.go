@@ -8,6 +8,9 @@
 // yet confirmed by the store. This package is the moving half:
 //
 //	engine.go     lifecycle (NewEngine, Open, Start, Finish, Close)
+//	owner.go      the one goroutine that owns the sync state and carries out every answer
+//	busy.go       the busy rule: a memory with a request in flight gets no other decision
+//	pass.go       a pass as phases driven by answers
 //	flusher.go    local → store: one pass uploads the net change of each file
 //	overlay.go    store → local: the change feed, or a listing every interval
 //	merge.go      the rule table of docs/sync.md, one function per row
