@@ -36,15 +36,19 @@ type ownerEvent interface {
 
 // owner is the owner's loop state: its events and its pool.
 type owner struct {
-	events  chan ownerEvent
-	slots   chan struct{} // the pool: one per request in flight
-	done    chan struct{} // closed once the loop has ended (Close)
-	batches int           // merge batches in progress
+	events chan ownerEvent
+	// The pool, one slot per request in flight: the passes' requests and
+	// the fetches apart, so that uploads hanging on a slow store never
+	// hold back a remote change or a read.
+	slots, fetchSlots chan struct{}
+	done              chan struct{} // closed once the loop has ended (Close)
+	batches           int           // merge batches in progress
 }
 
 // startOwner starts the owner's loop; it ends with e.life (Close).
 func (e *Engine) startOwner() {
-	e.own = &owner{events: make(chan ownerEvent), slots: make(chan struct{}, e.opts.Concurrency), done: make(chan struct{})}
+	n := e.opts.Concurrency
+	e.own = &owner{events: make(chan ownerEvent), slots: make(chan struct{}, n), fetchSlots: make(chan struct{}, n), done: make(chan struct{})}
 	go e.ownLoop()
 }
 
@@ -84,17 +88,23 @@ func (e *Engine) send(ctx context.Context, ev ownerEvent) bool {
 	}
 }
 
-// request runs call in the pool, and hands the event it returns to the
-// owner. Called on any goroutine; it never blocks.
+// request runs call, a pass's request, in the pool, and hands the event
+// it returns to the owner. Called on any goroutine; it never blocks.
 func (e *Engine) request(call func() ownerEvent) {
+	e.inPool(e.own.slots, call)
+}
+
+// inPool runs call in a slot of slots, and hands the event it returns to
+// the owner.
+func (e *Engine) inPool(slots chan struct{}, call func() ownerEvent) {
 	go func() {
 		select {
-		case e.own.slots <- struct{}{}:
+		case slots <- struct{}{}:
 		case <-e.own.done:
 			return
 		}
 		ev := call()
-		<-e.own.slots
+		<-slots
 		select {
 		case e.own.events <- ev:
 		case <-e.own.done:
@@ -129,7 +139,7 @@ func (d fetchDone) handle(e *Engine) {
 // fetch starts the fetch of memory id, which the caller has marked busy
 // (markBusy): its answer comes back as fetchDone, with then.
 func (e *Engine) fetch(ctx context.Context, id string, lazy bool, then func(error)) {
-	e.request(func() ownerEvent {
+	e.inPool(e.own.fetchSlots, func() ownerEvent {
 		m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			m, err = nil, nil
