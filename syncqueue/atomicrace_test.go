@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Editors save atomically (write a temporary file, rename it over the
@@ -66,14 +67,17 @@ func (e *mgEnv) dumpLog() {
 	}
 }
 
-// The race TestAtomicSavesDuringPasses found, step by step. The overlay
-// starts fetching the memory for save 1's update before that update is
-// answered, and applies it (an older write of ours, agreed by then) only
-// once save 2's update has been sent, while save 3 already stands at the
-// path. Save 2's update must still be known as ours when the feed brings
-// it — not taken for a remote edit that wins over save 3 (which then went
-// to the conflict log, and the mount showed save 2) — and save 3 goes up
-// as the memory's next version.
+// The race TestAtomicSavesDuringPasses once found, step by step, and the
+// busy rule that keeps it from arising (busy.go): a memory with a request
+// in flight gets no other decision. The feed shows save 1's update before
+// its answer: the overlay sets the change aside — it fetches nothing
+// while the update is out — and merges it again once the answer is
+// carried out. That fetch is held while save 2 is made and its pass
+// begins: save 2's update waits for the fetch's answer (no update is sent
+// meanwhile), and save 3 stands at the path when it is applied. Save 2
+// must go up as ours, not be taken for a remote edit that wins over save
+// 3 (which then went to the conflict log, and the mount showed save 2),
+// and save 3 goes up as the memory's next version.
 func TestOlderWriteOfOursSeenDuringAnUpdate(t *testing.T) {
 	t.Parallel()
 	e := newMgEnv(t, map[string]string{"/a.md": "v0\n"})
@@ -83,7 +87,7 @@ func TestOlderWriteOfOursSeenDuringAnUpdate(t *testing.T) {
 		e.mustWrite(tmp, fmt.Sprintf("v%d\n", i))
 		e.rename(tmp, "/a.md")
 	}
-	gates := map[string]chan struct{}{"answer 1": make(chan struct{}), "get": make(chan struct{}), "send 2": make(chan struct{})}
+	gates := map[string]chan struct{}{"answer 1": make(chan struct{}), "get": make(chan struct{})}
 	var mu sync.Mutex
 	open := func(name string) {
 		mu.Lock()
@@ -128,16 +132,9 @@ func TestOlderWriteOfOursSeenDuringAnUpdate(t *testing.T) {
 				mgCopy(w, rec)
 				return true
 			}
-			wait(r, "send 2") // save 2: sent, not yet stored
-			return false
 		}
 		return false
 	})
-	gen := func() uint64 {
-		e.eng.syncMu.Lock()
-		defer e.eng.syncMu.Unlock()
-		return e.eng.ms.gen[id]
-	}
 
 	e.proxy.holdFeed()
 	t.Cleanup(e.proxy.releaseFeed)
@@ -146,20 +143,24 @@ func TestOlderWriteOfOursSeenDuringAnUpdate(t *testing.T) {
 	go func() { pass1 <- e.eng.SyncNow(e.ctx(), true, true) }()
 	eventually(t, "save 1 to reach the store", func() bool { return e.storeContents()["/a.md"] == "v1\n" })
 	e.proxy.releaseFeed()
-	eventually(t, "the overlay to fetch save 1", func() bool { return len(e.proxy.requests("get")) > 0 })
+	e.caughtUp() // the feed's change of the memory is set aside
+	if n := len(e.proxy.requests("get")); n != 0 {
+		t.Fatalf("the overlay fetched the memory %d time(s) while its update was in flight", n)
+	}
 	open("answer 1")
 	if res := <-pass1; res.Failed != 0 {
 		t.Fatalf("pass 1: %+v", res)
 	}
+	eventually(t, "the set-aside change to be fetched", func() bool { return len(e.proxy.requests("get")) > 0 })
 	save(2)
 	pass2 := make(chan SyncResult, 1)
 	go func() { pass2 <- e.eng.SyncNow(e.ctx(), true, true) }()
-	eventually(t, "save 2's update to be sent", func() bool { return len(e.proxy.requests("update")) >= 2 })
+	time.Sleep(200 * time.Millisecond)
+	if n := len(e.proxy.requests("update")); n != 1 {
+		t.Fatalf("%d updates sent while a fetch of the memory was in flight, want 1 (save 1's)", n)
+	}
 	save(3)
-	before := gen()
-	open("get") // the overlay applies save 1 now
-	eventually(t, "the overlay to apply save 1", func() bool { return gen() > before })
-	open("send 2")
+	open("get") // the overlay applies save 1 now; save 2's update follows
 	if res := <-pass2; res.Failed != 0 {
 		t.Fatalf("pass 2: %+v", res)
 	}

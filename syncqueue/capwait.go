@@ -27,8 +27,8 @@ const (
 	capRetryMax = 5 * time.Minute
 )
 
-// capWait is the flusher's knowledge of the store's memory cap.
-// GUARDED_BY(e.syncMu), as the flusher's other bookkeeping.
+// capWait is the flusher's knowledge of the store's memory cap: the
+// owner's, as the flusher's other bookkeeping.
 type capWait struct {
 	full    bool      // a create was refused at the cap and none went up since
 	room    bool      // a delete was seen since the last refusal

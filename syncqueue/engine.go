@@ -180,9 +180,11 @@ func (o *EngineOptions) Validate() error {
 // Finish(ctx, clean) freezes the tree and runs the final sync; Close
 // releases the journal.
 //
-// Lock order: closeMu, then flusher.passMu, then syncMu, then the local
-// side's lock (fs.Tree's), then the journal's. syncMu is never held
-// across a request to the store.
+// The merge state, the feed's cursor and the flusher's bookkeeping are
+// owned by one goroutine, the owner (owner.go), which handles the answers
+// of the store's requests as events and never waits on the network. Lock
+// order otherwise: closeMu, then the local side's lock (fs.Tree's), then
+// the journal's.
 type Engine struct {
 	opts EngineOptions
 	log  logrus.FieldLogger
@@ -192,6 +194,7 @@ type Engine struct {
 	closeMu sync.RWMutex
 	journal *journal.Journal // nil when ReadOnly; set nil under closeMu
 	tree    Local            // the local copy of the store (local.go), from Open
+	own     *owner           // the owner's loop (owner.go), from Open
 	f       *flusher
 	calls   *inflight    // requests to the store in flight, for the watchdog
 	closes  *closeSignal // journaled writes, for the quiet trigger; nil when off
@@ -199,17 +202,16 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// syncMu is held by the flusher and the overlay while they change the
-	// merge state, the journal or the tree for the store.
-	syncMu    sync.Mutex
-	ms        mergeState  // GUARDED_BY(syncMu)
-	cursor    int64       // the change feed's cursor; 0 without a feed. GUARDED_BY(syncMu) once started
-	follows   string      // Status.Follows: probed once at Open; feed or versions turn to listing once refused. GUARDED_BY(syncMu) once started
+	// The owner's (owner.go) once Open has started it:
+	ms        mergeState  // the engine's view of the store (merge.go)
+	busy      busySet     // the memories with a request in flight (busy.go)
+	cursor    int64       // the change feed's cursor; 0 without a feed
+	follows   string      // Status.Follows: probed once at Open; feed or versions turn to listing once refused
 	mark      versionMark // following the versions: how far (versions.go). Owned by the overlay once started
 	conflicts *ConflictLog
 	outage    outage
-	// remoteBlocked: a remote change waits on this host (localWait).
-	remoteBlocked bool   // GUARDED_BY(syncMu)
+	// remoteBlocked: a remote change waits on this host (localWait). The owner's.
+	remoteBlocked bool
 	replayed      int    // pending changes found in the journal at Open
 	loaded        int    // memories loaded at Open
 	name          string // the store's name, read once at Open (for status)
@@ -227,7 +229,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	}
 	calls := newInflight()
 	opts.Store = watchedStore{Store: opts.Store, calls: calls}
-	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), conflicts: opts.Conflicts}
+	e := &Engine{opts: opts, log: opts.Log, calls: calls, ms: newMergeState(), busy: newBusySet(), conflicts: opts.Conflicts}
 	e.lazy.flights = map[string]*flight{}
 	e.life, e.lifeCancel = context.WithCancel(context.Background())
 	e.outage = outage{log: opts.Log}
@@ -278,13 +280,6 @@ func CheckJournal(stateDir, storeID, session string, log logrus.FieldLogger) (*j
 // JournalDir is where this store's journal lives.
 func JournalDir(stateDir, storeID string) string {
 	return filepath.Join(stateDir, "stores", storeID)
-}
-
-// locked runs fn with syncMu held.
-func (e *Engine) locked(fn func()) {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	fn()
 }
 
 // openJournal opens the store's journal as this state dir's and this
@@ -385,10 +380,11 @@ func (e *Engine) Open(ctx context.Context) error {
 		e.closeJournal(ctx)
 		return err
 	}
+	e.startOwner()
 	if e.journal == nil {
 		return nil
 	}
-	e.f = newFlusher(e, len(files))
+	e.f = newFlusher(e.log, len(files))
 	e.replayJournal()
 	return nil
 }
@@ -494,6 +490,7 @@ func (e *Engine) replay(changes []fs.Change) error {
 func (e *Engine) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
+	e.tell(started{ctx})
 	e.goRun(ctx, e.follow)
 	e.goRun(ctx, e.watch)
 	e.goRun(ctx, e.fetchAll)
@@ -517,7 +514,7 @@ func (e *Engine) SyncNow(ctx context.Context, deletes, waiveDelay bool) SyncResu
 	if e.f == nil {
 		return SyncResult{}
 	}
-	return e.f.pass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay, trigger: TriggerNow})
+	return e.runPass(ctx, passOptions{deletes: deletes, waiveDelay: waiveDelay, trigger: TriggerNow})
 }
 
 // FinalSyncTimeout bounds the final sync of Finish.
@@ -538,12 +535,15 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 		e.cancel()
 	}
 	e.wg.Wait()
+	if e.own != nil {
+		e.tell(finishing{})
+	}
 	if e.f == nil {
 		return SyncResult{}
 	}
 	fctx, cancel := context.WithTimeout(ctx, FinalSyncTimeout)
 	defer cancel()
-	res := e.f.pass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true, trigger: TriggerFinal})
+	res := e.runPass(fctx, passOptions{deletes: clean, waiveDelay: clean, final: true, trigger: TriggerFinal})
 	if !clean && res.DeletesPending > 0 {
 		e.log.WithField("deletes", res.DeletesPending).Warn("the session did not end cleanly: pending deletions were not sent")
 	}
@@ -575,6 +575,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.lifeCancel()
 	e.wg.Wait()
+	e.stopOwner()
 	if e.journal != nil {
 		e.left = e.leftNow()
 	}

@@ -3,36 +3,30 @@ package syncqueue
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/syncqueue/journal"
 	"github.com/memfs/memfs/syncqueue/reconcile"
 )
 
-// flusher uploads the journal's pending entries: the net change of every
-// file since the store last confirmed it, not the history of operations.
-//
-// Locks: passMu makes passes one at a time; it is taken before e.syncMu.
-// A pass holds e.syncMu only to plan and to settle each answer, never
-// across a request, so the overlay keeps bringing remote changes down
-// while uploads wait on a slow store.
+// flusher is the bookkeeping of the passes that upload the journal's
+// pending entries — the net change of every file since the store last
+// confirmed it, not the history of operations — owned by the owner
+// (owner.go, pass.go): a pass waits on no request with it, so the remote
+// side keeps bringing changes down while uploads wait on a slow store.
 type flusher struct {
-	e   *Engine
 	log logrus.FieldLogger
 
-	passMu sync.Mutex
+	running *pass        // the pass in progress, if any
+	queued  []passWanted // the passes asked for meanwhile, in order
 	// pathsWaiting is the changes left on a path conflict by the last
-	// pass, as logged. GUARDED_BY(passMu)
+	// pass, as logged.
 	pathsWaiting string
 
-	// Everything below is GUARDED_BY(e.syncMu).
 	ticks     int
 	storeSize int               // memories in the store as last seen (for the delete cap)
 	refused   map[string]uint64 // fileID -> LSN the store refused (400/413); retried once it changes
@@ -67,8 +61,8 @@ type wait struct {
 	at     time.Time
 }
 
-func newFlusher(e *Engine, storeSize int) *flusher {
-	return &flusher{e: e, log: e.log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
+func newFlusher(log logrus.FieldLogger, storeSize int) *flusher {
+	return &flusher{log: log, storeSize: storeSize, refused: map[string]uint64{}, capped: map[string]uint64{},
 		waits: map[string]wait{}, deleteSeen: map[string]reconcile.DeleteWatch{}, scratchSeen: map[string]time.Time{}, capw: newCapWait()}
 }
 
@@ -128,7 +122,6 @@ type op struct {
 	kind    reconcile.UploadKind // opCreate or opUpdate
 	entry   journal.Entry
 	replace *journal.Entry // update: a pending delete at the same path folded into this create
-	gen     uint64         // e.ms.gen of the target as planned
 }
 
 // target is the memory an update is about.
@@ -175,8 +168,6 @@ const (
 // by a final pass; with the store at its cap (capFull), creates wait apart
 // (held). It keeps the scratch names' first sightings and records why a
 // change not UTF-8 waits.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) plan(pending []journal.Entry, final, capFull bool) (ops, held []op, deletes []journal.Entry) {
 	now := time.Now()
 	items := make([]reconcile.PlanItem, len(pending))
@@ -215,8 +206,6 @@ func (f *flusher) plan(pending []journal.Entry, final, capFull bool) (ops, held 
 }
 
 // ops turns planned uploads into ops on pending's entries.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) ops(pending []journal.Entry, planned []reconcile.UploadOp) []op {
 	var ops []op
 	for _, p := range planned {
@@ -225,15 +214,13 @@ func (f *flusher) ops(pending []journal.Entry, planned []reconcile.UploadOp) []o
 			d := pending[p.Replace]
 			o.replace = &d
 		}
-		o.gen = f.e.ms.gen[o.target()]
 		ops = append(ops, o)
 	}
 	return ops
 }
 
-// passRun collects what one pass did, from concurrent uploads.
+// passRun collects what one pass did.
 type passRun struct {
-	mu         sync.Mutex
 	res        SyncResult
 	transient  int
 	firstErr   error    // the first transient failure, for the outage's report
@@ -243,14 +230,10 @@ type passRun struct {
 }
 
 func (r *passRun) done(o op) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.res.Uploaded++
 }
 
 func (r *passRun) failed(o op, v reconcile.Verdict, first bool, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if first {
 		r.res.Refused++
 	}
@@ -272,82 +255,6 @@ func (r *passRun) failed(o op, v reconcile.Verdict, first bool, err error) {
 	r.res.Failed++
 }
 
-// pass runs one pass: uploads (bounded concurrency), then the deletes that
-// are due within the per-pass cap, then the new files the store refused at
-// its memory cap if those deletes made room, then the changes that waited
-// on a path another change of this pass frees (cycles of moves included);
-// then it resolves, store-wins, every change the store refused because it
-// changed the memory too.
-func (f *flusher) pass(ctx context.Context, to passOptions) SyncResult {
-	f.passMu.Lock()
-	defer f.passMu.Unlock()
-	e := f.e
-	start := time.Now()
-	if left, err := e.tree.RetryUnjournaled(); left > 0 {
-		f.log.WithError(err).WithField("files", left).Debug("files whose close could not be journaled are still not journaled")
-	}
-
-	e.syncMu.Lock()
-	f.ticks++
-	pending := e.journal.Pending()
-	f.moving = map[string]bool{}
-	for _, p := range pending {
-		if p.Origin != "" {
-			f.moving[p.Origin] = true
-		}
-	}
-	// A store known to be at its cap gets no creates but those tried one
-	// at a time after the deletes, on a sign of room (capwait.go).
-	full, probe := f.capw.full, f.capw.mayTry(start, false, to.final)
-	ops, held, deletes := f.plan(pending, to.final, full)
-	e.syncMu.Unlock()
-
-	r := &passRun{capped: held}
-	f.uploadAll(ctx, r, ops)
-	d := f.sendDeletes(ctx, deletes, to)
-	r.addDeletes(d)
-	f.retryCapped(ctx, r, d.sent > 0 || (full && probe))
-	f.resolvePaths(ctx, r)
-	if !to.final || to.deletes {
-		// The store changed these memories too: the store wins, the local
-		// versions go to the conflict log. (Not on an unclean end, which
-		// only pushes writes.)
-		for _, id := range r.conflicted {
-			if err := e.resolve(ctx, id); err != nil {
-				r.transient++
-			}
-		}
-	}
-	r.res.Conflicts = len(r.conflicted)
-	return f.endPass(ctx, to, start, r)
-}
-
-// uploadAll sends ops, with bounded concurrency, and collects the answers
-// in r.
-//
-// REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) uploadAll(ctx context.Context, r *passRun, ops []op) {
-	g := new(errgroup.Group)
-	g.SetLimit(f.e.opts.Concurrency)
-	for _, o := range ops {
-		g.Go(func() error {
-			if o.kind == opCreate && f.capFull() {
-				// Another create of this pass was refused at the cap.
-				r.failed(o, reconcile.VerdictWaitCap, false, nil)
-				return nil
-			}
-			if err := f.upload(ctx, o); err != nil {
-				v, first := f.judge(o, err)
-				r.failed(o, v, first, err)
-			} else {
-				r.done(o)
-			}
-			return nil
-		})
-	}
-	g.Wait() // the goroutines return nil
-}
-
 // addDeletes adds what the pass's deletes did to r.
 func (r *passRun) addDeletes(d deleteOutcome) {
 	r.res.Deleted, r.res.DeletesPending = d.sent, d.left
@@ -359,90 +266,90 @@ func (r *passRun) addDeletes(d deleteOutcome) {
 	r.conflicted = append(r.conflicted, d.conflicted...)
 }
 
-// endPass reports the pass that began at start: to the outage watch, the
-// log, the flusher's record of the last pass and the observer.
-//
-// REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) endPass(ctx context.Context, to passOptions, start time.Time, r *passRun) SyncResult {
-	e := f.e
-	switch {
-	case r.transient > 0 && ctx.Err() != nil:
-		// Cut short (a final sync out of time, a stop): not an outage.
-	case r.transient > 0:
-		e.outage.fail(fmt.Errorf("%d change(s) could not be uploaded: %w", r.transient, r.firstErr))
-	case r.res.Uploaded+r.res.Deleted > 0:
-		e.outage.ok()
-	}
-	r.res.Left = e.journal.Stats().Pending
-	if r.res.did() {
-		f.log.WithFields(logrus.Fields{"trigger": to.trigger, "uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
-			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
-	}
-	unjournaled := len(e.tree.Unjournaled())
-	down := e.outage.isDown()
-	e.syncMu.Lock()
-	f.last = PassInfo{At: start, Duration: time.Since(start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0, Trigger: to.trigger}
-	f.unreached = r.transient > 0 && ctx.Err() == nil
-	if f.last.Clean && !down {
-		f.lastClean = start
-	}
-	last, waiting := f.last, f.waitingAfter(start, unjournaled)
-	e.syncMu.Unlock()
-	e.opts.Observer.PassDone(last, waiting)
-	return r.res
-}
-
-// upload sends one create or update and settles the answer.
-//
-// REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) upload(ctx context.Context, o op) error {
-	var capEpoch uint64
-	f.e.locked(func() { capEpoch = f.capw.epoch })
-	m, recreated, err := f.send(ctx, o)
-	if err != nil {
-		return err
-	}
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
-	if o.kind == opCreate || recreated {
-		f.capw.created(capEpoch)
-	}
-	return f.settle(o, m, recreated)
-}
-
-// send makes the request of one op, without syncMu. The sha it sends is
-// remembered (under syncMu, briefly) until seen again, so the overlay
-// doesn't take our own write for a remote edit. An update answered 404
-// (the memory was deleted meanwhile) becomes a create: the local file is
-// the only copy.
-func (f *flusher) send(ctx context.Context, o op) (m *store.Memory, recreated bool, err error) {
-	e := o.entry
-	content := string(e.Content)
-	sha := store.SHA256Hex(content)
-	st, sid := f.e.opts.Store, f.e.opts.StoreID
+// upload sends one create or update, settles the answer and calls then
+// with the outcome. The memory an update is about is busy until then
+// (busy.go): the update waits for a request about it in flight, and no
+// other decision about it is made meanwhile. A create makes the memories
+// this mount does not know busy.
+func (e *Engine) upload(ctx context.Context, o op, then func(error)) {
 	if o.kind == opCreate {
-		f.e.locked(func() { f.e.ms.created[e.Path] = sha })
-		m, err := st.CreateMemory(ctx, sid, e.Path, content)
-		if err != nil {
-			return nil, false, err
-		}
-		a := reconcile.Answer{Op: opCreate, Status: 200, OthersMemory: f.othersMemory(e, m)}
+		e.startCreate()
+		e.sendCreate(ctx, o, false, e.f.capw.epoch, then)
+		return
+	}
+	e.whenFree(o.target(), func() {
+		capEpoch := e.f.capw.epoch
+		e.markBusy(o.target())
+		origin, base, path := o.target(), o.base(), o.entry.Path
+		content := string(o.entry.Content)
+		// The sha sent is remembered until seen again, so that the
+		// overlay doesn't take our own write for a remote edit.
+		e.ms.noteSent(origin, store.SHA256Hex(content))
+		st, sid := e.opts.Store, e.opts.StoreID
+		e.request(func() ownerEvent {
+			m, err := st.UpdateMemory(ctx, sid, origin, store.UpdateMemoryInput{Content: &content, Path: &path, ExpectedSHA256: &base})
+			return uploadDone{ctx: ctx, o: o, m: m, err: err, capEpoch: capEpoch, then: then}
+		})
+	})
+}
+
+// sendCreate sends the create of o (or, recreated, the create in place of
+// an update the store answered 404: the memory was deleted meanwhile, and
+// the local file is the only copy). The sha sent is remembered by path
+// until the answer, or a memory at the path, is seen.
+func (e *Engine) sendCreate(ctx context.Context, o op, recreated bool, capEpoch uint64, then func(error)) {
+	path, content := o.entry.Path, string(o.entry.Content)
+	e.ms.created[path] = store.SHA256Hex(content)
+	st, sid := e.opts.Store, e.opts.StoreID
+	e.request(func() ownerEvent {
+		m, err := st.CreateMemory(ctx, sid, path, content)
+		return uploadDone{ctx: ctx, o: o, m: m, err: err, create: true, recreated: recreated, capEpoch: capEpoch, then: then}
+	})
+}
+
+// uploadDone is the store's answer to an upload's request: the create or
+// update of o (create: a create was sent; recreated: in place of o's
+// update).
+type uploadDone struct {
+	ctx               context.Context
+	o                 op
+	m                 *store.Memory
+	err               error
+	create, recreated bool
+	capEpoch          uint64
+	then              func(error)
+}
+
+func (d uploadDone) handle(e *Engine) {
+	o, err := d.o, d.err
+	switch {
+	case d.create && err == nil:
+		a := reconcile.Answer{Op: opCreate, Status: 200, OthersMemory: e.f.othersMemory(o.entry, d.m)}
 		if v, _ := reconcile.JudgeAnswer(a); v == reconcile.VerdictRetryPath {
-			return nil, false, store.PathConflict(e.Path, m.ID, m.Path)
+			err = store.PathConflict(o.entry.Path, d.m.ID, d.m.Path)
 		}
-		return m, false, nil
-	}
-	origin, base := o.target(), o.base()
-	f.e.locked(func() { f.e.ms.noteSent(origin, sha) })
-	m, err = st.UpdateMemory(ctx, sid, origin, store.UpdateMemoryInput{Content: &content, Path: &e.Path, ExpectedSHA256: &base})
-	if v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadUpdate, err)); v == reconcile.VerdictRecreate {
-		f.e.locked(func() { f.e.ms.created[e.Path] = sha })
-		if m, err = st.CreateMemory(ctx, sid, e.Path, content); err != nil {
-			return nil, false, &createdInstead{err}
+	case d.create && d.recreated:
+		err = &createdInstead{err}
+	case !d.create:
+		if v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadUpdate, err)); v == reconcile.VerdictRecreate {
+			e.startCreate() // the memory stays busy until the create is answered
+			e.sendCreate(d.ctx, o, true, d.capEpoch, d.then)
+			return
 		}
-		recreated = true
 	}
-	return m, recreated, err
+	if err == nil {
+		if o.kind == opCreate || d.recreated {
+			e.f.capw.created(d.capEpoch)
+		}
+		err = e.settle(o, d.m, d.recreated)
+	}
+	if d.create {
+		e.endCreate()
+	}
+	if o.kind == opUpdate {
+		e.release(o.target())
+	}
+	d.then(err)
 }
 
 // othersMemory reports whether m, which a create of e returned, is the
@@ -460,18 +367,16 @@ func (f *flusher) othersMemory(e journal.Entry, m *store.Memory) bool {
 }
 
 // settle records an upload the store answered: the journal releases (or
-// rebases) the entry, and the answer — a look at the store — becomes what
-// this mount agrees on, unless the engine settled the memory meanwhile
-// (its gen moved: the overlay applied a change at least as new).
-//
-// REQUIRES: f.e.syncMu held.
-func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
-	e, ms := o.entry, &f.e.ms
+// rebases) the entry, and the answer — a look at the store, taken while
+// the memory was busy (busy.go), so no newer state of it was applied
+// meanwhile — becomes what this mount agrees on.
+func (eng *Engine) settle(o op, m *store.Memory, recreated bool) error {
+	f, e, ms := eng.f, o.entry, &eng.ms
 	if recreated {
 		ms.forget(o.target())
 	}
 	if o.replace != nil {
-		if err := f.e.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
+		if err := eng.journal.Confirm(o.replace.FileID, o.replace.LSN, "", "", o.replace.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 			return &journalError{err}
 		}
 	}
@@ -482,33 +387,12 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 	delete(f.capped, e.FileID)
 	delete(f.waits, e.FileID)
 	f.credErr = nil
-	fresh := ms.gen[m.ID] == 0
-	if o.kind == opUpdate && !recreated {
-		fresh = ms.gen[m.ID] == o.gen
-	}
 	delete(ms.created, e.Path)
-	if err := f.e.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
+	if err := eng.journal.Confirm(e.FileID, e.LSN, m.ID, m.ContentSHA256, m.Path); err != nil && !errors.Is(err, journal.ErrNotPending) {
 		return &journalError{err}
 	}
-	if fresh {
-		ms.agree(e.FileID, m)
-		ms.seen(m.ID, m.ContentSHA256)
-		return nil
-	}
-	// The overlay applied another state of the memory meanwhile — often
-	// only an older write of ours coming back through the change feed
-	// (an editor saving again and again: each save a new file renamed
-	// over the last, each upload an update of the same memory). That
-	// state is not taken back, but the memory's copy here is still the
-	// file that carried this write (or its pending delete, when a newer
-	// save replaced it while the write was in flight): bind it, and keep
-	// what was sent, so that this write, when the feed brings it, is
-	// known as ours instead of taken for a remote edit colliding with the
-	// newest save.
-	if f.e.carries(e.FileID, m.Path) {
-		ms.byMemory[m.ID] = e.FileID
-		ms.gen[m.ID]++
-	}
+	ms.agree(e.FileID, m)
+	ms.seen(m.ID, m.ContentSHA256)
 	return nil
 }
 
@@ -516,12 +400,9 @@ func (f *flusher) settle(o op, m *store.Memory, recreated bool) error {
 // and for the delete folded into it), and warns once per file where a
 // person should know. first reports a refusal warned about now (the first
 // for this version of the file).
-//
-// REQUIRES: f.e.syncMu NOT held.
 func (f *flusher) judge(o op, err error) (v reconcile.Verdict, first bool) {
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
-	v, first = f.judgeLocked(o.entry, o.kind, err)
+	v, _ = reconcile.JudgeAnswer(describe(o.kind, err))
+	first = f.noteWait(o.entry, v, err)
 	if o.replace != nil {
 		f.waits[o.replace.FileID] = wait{reason: f.waits[o.entry.FileID].reason, err: err.Error(), lsn: o.replace.LSN, at: time.Now()}
 	}
@@ -529,54 +410,45 @@ func (f *flusher) judge(o op, err error) (v reconcile.Verdict, first bool) {
 }
 
 // retryCapped tries the new files the store refused at its memory cap, or
-// that waited while it was, when try says there may be room: this pass's
-// deletes made some (a file removed and another created in one interval,
-// or before a final sync, go up together), or a sign of room came or the
-// backoff ended (capwait.go). They go one at a time, oldest first, and the
-// first the store still refuses at its cap ends the try; the others wait,
-// without a request, for the next sign.
-func (f *flusher) retryCapped(ctx context.Context, r *passRun, try bool) {
-	capped := r.capped
-	r.capped = nil
-	sortByLSN(capped)
-	for _, o := range capped {
-		if try && ctx.Err() == nil {
-			err := f.upload(ctx, o)
-			if err == nil {
-				r.done(o)
-				continue
-			}
-			v, first := f.judge(o, err)
-			if v != reconcile.VerdictWaitCap {
-				r.failed(o, v, first, err)
-				continue
-			}
-			if first {
-				r.mu.Lock()
-				r.res.Refused++
-				r.mu.Unlock()
-			}
-			try = false
-		} else {
-			f.e.locked(func() { f.holdAtCap(o.entry) })
+// that waited while it was, when p.try says there may be room: this
+// pass's deletes made some (a file removed and another created in one
+// interval, or before a final sync, go up together), or a sign of room
+// came or the backoff ended (capwait.go). They go one at a time, oldest
+// first (from capped[i]), and the first the store still refuses at its
+// cap ends the try; the others wait, without a request, for the next
+// sign. The path-conflict retries follow.
+func (e *Engine) retryCapped(p *pass, capped []op, i int) {
+	for ; i < len(capped); i++ {
+		o := capped[i]
+		if !p.try || p.ctx.Err() != nil {
+			e.f.holdAtCap(o.entry)
+			p.r.res.Failed++
+			continue
 		}
-		r.mu.Lock()
-		r.res.Failed++
-		r.mu.Unlock()
+		e.upload(p.ctx, o, func(err error) {
+			if err == nil {
+				p.r.done(o)
+				e.retryCapped(p, capped, i+1)
+				return
+			}
+			if v, first := e.f.judge(o, err); v != reconcile.VerdictWaitCap {
+				p.r.failed(o, v, first, err)
+			} else {
+				if first {
+					p.r.res.Refused++
+				}
+				p.try = false
+				p.r.res.Failed++
+			}
+			e.retryCapped(p, capped, i+1)
+		})
+		return
 	}
-}
-
-// capFull reports whether the store is known to be at its memory cap.
-func (f *flusher) capFull() bool {
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
-	return f.capw.full
+	e.resolvePaths(p)
 }
 
 // holdAtCap records why a create not sent waits: the store is at its cap.
 // A reason the store gave for this version of the file is kept.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) holdAtCap(e journal.Entry) {
 	if w, ok := f.waits[e.FileID]; ok && w.lsn == e.LSN && w.reason == ReasonCap {
 		return
@@ -585,21 +457,11 @@ func (f *flusher) holdAtCap(e journal.Entry) {
 		lsn: e.LSN, at: time.Now()}
 }
 
-// judgeLocked is judge with syncMu held.
-//
-// REQUIRES: f.e.syncMu held.
-func (f *flusher) judgeLocked(e journal.Entry, kind reconcile.UploadKind, err error) (v reconcile.Verdict, first bool) {
-	v, _ = reconcile.JudgeAnswer(describe(kind, err))
-	return v, f.waitLocked(e, v, err)
-}
-
-// waitLocked records why a change the store did not take waits, by its
+// noteWait records why a change the store did not take waits, by its
 // verdict, and warns once per file where a person should know. first
 // reports a refusal warned about now (the first for this version of the
 // file).
-//
-// REQUIRES: f.e.syncMu held.
-func (f *flusher) waitLocked(e journal.Entry, v reconcile.Verdict, err error) (first bool) {
+func (f *flusher) noteWait(e journal.Entry, v reconcile.Verdict, err error) (first bool) {
 	l := f.log.WithFields(logrus.Fields{"path": e.Path})
 	w := wait{err: err.Error(), lsn: e.LSN, at: time.Now()}
 	switch v {

@@ -73,8 +73,6 @@ type flight struct {
 // is always a memory loaded from the store) into the tree: the tree calls
 // it (fs.Fetcher) when an operation needs the bytes. Concurrent calls for
 // one file share one request.
-//
-// REQUIRES: e.syncMu NOT held.
 func (e *Engine) Fetch(fileID string) error {
 	l := &e.lazy
 	l.mu.Lock()
@@ -115,43 +113,35 @@ func (e *Engine) Fetch(fileID string) error {
 
 // fetchOne fetches one memory and puts it into the tree: as the file's
 // content when it is still what the mount agreed on, else merged as a
-// remote change. Like resolve, it fetches again when the engine settled
-// the memory while the request was out.
-//
-// REQUIRES: e.syncMu NOT held.
+// remote change. The owner makes the request (fetchWanted): once the
+// memory is free (busy.go), so the answer is carried out on the state it
+// was asked from. It waits for the answer, or until ctx ends while the
+// memory is still busy (a request made with ctx is answered when ctx
+// ends).
 func (e *Engine) fetchOne(ctx context.Context, id string) error {
-	for try := 0; try <= maxFetchTries; try++ {
-		e.syncMu.Lock()
-		gen := e.ms.gen[id]
-		e.syncMu.Unlock()
-		m, err := e.opts.Store.GetMemory(ctx, e.opts.StoreID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			m, err = nil, nil
-		}
-		if err != nil {
-			e.fetchFailed(err)
+	w := fetchWanted{ctx: ctx, id: id, reply: make(chan error, 1), started: make(chan struct{})}
+	if !e.send(ctx, w) {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		e.fetchWorked()
-		e.syncMu.Lock()
-		if e.ms.gen[id] != gen {
-			e.syncMu.Unlock()
-			continue
-		}
-		if !e.fill(m) {
-			err = e.applyRemote(id, m)
-		}
-		e.syncMu.Unlock()
-		return err
+		return errOwnerGone
 	}
-	return localError{fmt.Errorf("memory %s keeps changing while it is fetched", id)}
+	select {
+	case err := <-w.reply:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case <-w.started:
+		return <-w.reply
+	default:
+		return ctx.Err()
+	}
 }
 
 // fill puts m's content into its lazy file if m is what the mount agreed
 // on, and reports whether m needs nothing more (filled, or not lazy and
 // agreed on).
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) fill(m *store.Memory) bool {
 	if m == nil || m.Content == nil {
 		return false
@@ -185,11 +175,10 @@ func (e *Engine) fetchAll(ctx context.Context) {
 		var err error
 		if !listed {
 			_, err = listStore(ctx, e.opts.Store, e.opts.StoreID, e.opts.Concurrency, true, func(ms []store.Memory) {
-				e.locked(func() {
-					for i := range ms {
-						e.fill(&ms[i])
-					}
-				})
+				l := listedPage{ms: ms, done: make(chan struct{})}
+				if e.send(ctx, l) {
+					<-l.done
+				}
 			})
 			listed = err == nil
 		} else {

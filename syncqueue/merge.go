@@ -18,18 +18,13 @@ type memState struct {
 	path, sha string
 }
 
-// mergeState is the engine's view of the store, GUARDED_BY(Engine.syncMu):
-// the flusher and the overlay both take syncMu before changing it, the
-// journal or the tree on behalf of the store — and never hold it across a
-// request to the store.
+// mergeState is the engine's view of the store, the owner's alone
+// (owner.go): the passes and the remote side change it, the journal and
+// the tree on behalf of the store only on the owner, carrying out the
+// answers of requests made in its pool.
 type mergeState struct {
 	known    map[string]memState // memory id -> base
 	byMemory map[string]string   // memory id -> local file id
-	// gen counts, per memory, the changes of known and byMemory. A
-	// request made without the lock (a fetch, an upload) notes it before
-	// and compares after: a memory whose gen moved meanwhile was settled
-	// by someone else, and the answer may be older than what was applied.
-	gen map[string]uint64
 	// sent remembers, per memory, the sha of content we sent and have not
 	// yet seen come back: a change carrying it is our own write, not a
 	// remote edit (a lost response must not look like a conflict).
@@ -41,7 +36,7 @@ type mergeState struct {
 }
 
 func newMergeState() mergeState {
-	return mergeState{known: map[string]memState{}, byMemory: map[string]string{}, gen: map[string]uint64{},
+	return mergeState{known: map[string]memState{}, byMemory: map[string]string{},
 		sent: map[string]map[string]bool{}, created: map[string]string{}}
 }
 
@@ -71,27 +66,12 @@ func (s *mergeState) seen(memoryID, sha string) {
 func (s *mergeState) agree(fileID string, m *store.Memory) {
 	s.known[m.ID] = memState{path: m.Path, sha: m.ContentSHA256}
 	s.byMemory[m.ID] = fileID
-	s.gen[m.ID]++
 }
 
 func (s *mergeState) forget(memoryID string) {
 	delete(s.known, memoryID)
 	delete(s.byMemory, memoryID)
 	delete(s.sent, memoryID)
-	s.gen[memoryID]++
-}
-
-// carries reports whether the local file fileID is still a memory's copy
-// at path: it stands there, or it has a change pending (a move, or the
-// delete an atomic save left when it replaced the file).
-//
-// REQUIRES: e.syncMu held.
-func (e *Engine) carries(fileID, path string) bool {
-	if id, isDir, ok := e.tree.At(path); ok && !isDir && id == fileID {
-		return true
-	}
-	_, pending := e.pendingOf(fileID)
-	return pending
 }
 
 // pendingOf returns the journal's pending entry of a file, if any.
@@ -112,8 +92,6 @@ func (e *Engine) pendingOf(fileID string) (journal.Entry, bool) {
 // written, or writes through a handle still open can't be journaled (a
 // full state dir). A local file is never replaced before its content is
 // safe.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 	in, g := e.gather(memoryID, m)
 	return e.execute(in, m, reconcile.Decide(in), g)
@@ -125,8 +103,6 @@ func (e *Engine) applyRemote(memoryID string, m *store.Memory) error {
 // whose response was lost): docs/sync.md, R7 and R17, "adopt silently:
 // settle, no upload, no conflict". It reports whether it did; if not, the
 // caller fetches the memory and merges it with applyRemote.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) adoptSame(memoryID, path, sha string) bool {
 	g := gathered{entries: map[string]journal.Entry{}}
 	in := reconcile.Input{MemoryID: memoryID, Remote: &reconcile.State{Path: path, SHA: sha}}
@@ -172,8 +148,6 @@ func (g *gathered) entry(e *Engine, fileID string) *reconcile.Entry {
 // through open handles is journaled first (commitOpen): those writes are
 // a local change like any other. Those of a file standing at the remote
 // path are journaled when a decision asks for it ([reconcile.Commit]).
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gathered) {
 	g := gathered{entries: map[string]journal.Entry{}}
 	in := reconcile.Input{MemoryID: memoryID, ReadOnly: e.opts.ReadOnly}
@@ -213,8 +187,6 @@ func (e *Engine) gather(memoryID string, m *store.Memory) (reconcile.Input, gath
 // execute carries out the actions decided on in, in order, with m the
 // store's state of the memory (nil when gone). It stops at the first that
 // fails.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) execute(in reconcile.Input, m *store.Memory, acts []reconcile.Action, g gathered) error {
 	log := e.log.WithField("memory_id", in.MemoryID)
 	for _, a := range acts {
@@ -272,8 +244,6 @@ func (e *Engine) execute(in reconcile.Input, m *store.Memory, acts []reconcile.A
 // writes are a local change like any other. If they can't be journaled,
 // the file must not be touched: the error makes the caller leave it, and
 // the remote change is merged again later.
-//
-// REQUIRES: e.syncMu held.
 func (e *Engine) commitOpen(fileID string) error {
 	if e.journal == nil || fileID == "" {
 		return nil

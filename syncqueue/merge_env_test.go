@@ -513,19 +513,43 @@ func (e *mgEnv) caughtUp() {
 		e.t.Fatal(err)
 	}
 	eventually(e.t, "the overlay to reach the feed's head", func() bool {
-		e.eng.syncMu.Lock()
-		defer e.eng.syncMu.Unlock()
-		return e.eng.cursor >= head.NextCursor
+		var cursor int64
+		e.onOwner(func() { cursor = e.eng.cursor })
+		return cursor >= head.NextCursor
 	})
 }
 
-// afterMerge returns once a merge that holds syncMu when it is called
-// (a listing compared, a feed page applied) has finished: the lock is
-// taken only when that merge lets go of it. Nothing happens while it is
-// held; taking it is the wait.
+// afterMerge returns once no merge of what the overlay was told (a
+// listing compared, a feed page applied) is in progress on the owner.
 func (e *mgEnv) afterMerge() {
-	e.eng.syncMu.Lock()
-	defer e.eng.syncMu.Unlock()
+	e.t.Helper()
+	eventually(e.t, "the overlay's merges to end", func() bool {
+		var n int
+		e.onOwner(func() { n = e.eng.own.batches })
+		return n == 0
+	})
+}
+
+// ownerLook is an event that runs fn on the engine's owner (owner.go).
+type ownerLook struct {
+	fn   func()
+	done chan struct{}
+}
+
+func (l ownerLook) handle(*Engine) {
+	l.fn()
+	close(l.done)
+}
+
+// onOwner runs fn on the engine's owner and waits until it has: the
+// test's look at what the owner keeps (here, once the owner has ended).
+func (e *mgEnv) onOwner(fn func()) {
+	l := ownerLook{fn: fn, done: make(chan struct{})}
+	if !e.eng.send(context.Background(), l) {
+		fn()
+		return
+	}
+	<-l.done
 }
 
 // waitLocal waits until the mount shows content at p (exists) or no file

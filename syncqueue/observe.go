@@ -37,8 +37,6 @@ func (nopObserver) ConflictKept()                     {}
 // left pending after trying them: those whose wait it recorded (a change
 // that goes up loses its wait), plus the unjournaled files closed while
 // the journal had no room.
-//
-// REQUIRES: f.e.syncMu held.
 func (f *flusher) waitingAfter(start time.Time, unjournaled int) map[string]int {
 	out := map[string]int{}
 	if unjournaled > 0 {

@@ -1,7 +1,6 @@
 package syncqueue
 
 import (
-	"context"
 	"crypto/rand"
 	"strings"
 
@@ -30,42 +29,71 @@ const TempPathPrefix = reconcile.ParkPrefix
 // while one makes progress; a round that makes none while the blocked
 // changes block each other is a cycle of moves, broken by parking one
 // memory at a temporary path (TempPathPrefix). What is still blocked
-// after that waits for the next pass, with its reason.
-//
-// REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
-	retry := r.retry
-	r.retry = nil
-	sortByLSN(retry)
-	for rounds := 2*len(retry) + 2; len(retry) > 0 && rounds > 0 && ctx.Err() == nil; rounds-- {
-		var still []op
-		progress := false
-		for _, o := range retry {
-			err := f.upload(ctx, o)
-			if err == nil {
-				r.done(o)
-				progress = true
-				continue
-			}
-			if v, first := f.judge(o, err); v == reconcile.VerdictRetryPath {
-				still = append(still, o)
-			} else {
-				r.failed(o, v, first, err)
-			}
-		}
-		retry = still
-		if progress || len(retry) == 0 {
-			continue
-		}
-		if !f.breakCycle(ctx, retry, r) {
-			break
-		}
+// after that waits for the next pass, with its reason; then the pass
+// resolves its conflicts.
+func (e *Engine) resolvePaths(p *pass) {
+	p.retry = p.r.retry
+	p.r.retry = nil
+	sortByLSN(p.retry)
+	p.rounds = 2*len(p.retry) + 2
+	e.pathRound(p)
+}
+
+// pathRound begins a round of path-conflict retries, if one is due.
+func (e *Engine) pathRound(p *pass) {
+	if len(p.retry) == 0 || p.rounds <= 0 || p.ctx.Err() != nil {
+		e.pathsDone(p)
+		return
 	}
-	r.mu.Lock()
-	r.res.Failed += len(retry)
-	r.mu.Unlock()
-	paths := make([]string, len(retry))
-	for i, o := range retry {
+	p.rounds--
+	p.still, p.progress = nil, false
+	e.pathRetry(p, 0)
+}
+
+// pathRetry retries p.retry[i] and the rest of the round after it.
+func (e *Engine) pathRetry(p *pass, i int) {
+	if i == len(p.retry) {
+		e.pathRoundDone(p)
+		return
+	}
+	o := p.retry[i]
+	e.upload(p.ctx, o, func(err error) {
+		if err == nil {
+			p.r.done(o)
+			p.progress = true
+		} else if v, first := e.f.judge(o, err); v == reconcile.VerdictRetryPath {
+			p.still = append(p.still, o)
+		} else {
+			p.r.failed(o, v, first, err)
+		}
+		e.pathRetry(p, i+1)
+	})
+}
+
+// pathRoundDone ends a round: the next one follows if it made progress,
+// else a cycle of moves is broken first, if there is one.
+func (e *Engine) pathRoundDone(p *pass) {
+	p.retry = p.still
+	if p.progress || len(p.retry) == 0 {
+		e.pathRound(p)
+		return
+	}
+	e.breakCycle(p, func(parked bool) {
+		if !parked {
+			e.pathsDone(p)
+			return
+		}
+		e.pathRound(p)
+	})
+}
+
+// pathsDone counts and logs the changes still blocked, and resolves the
+// pass's conflicts.
+func (e *Engine) pathsDone(p *pass) {
+	f := e.f
+	p.r.res.Failed += len(p.retry)
+	paths := make([]string, len(p.retry))
+	for i, o := range p.retry {
 		paths[i] = o.entry.Path
 	}
 	// Said at info once for each set of waiting paths, not every pass
@@ -76,20 +104,17 @@ func (f *flusher) resolvePaths(ctx context.Context, r *passRun) {
 			f.log.WithField("paths", waiting).Info("changes wait on a path the store still holds for another memory; retried every pass")
 		}
 	}
+	e.resolveConflicts(p, 0)
 }
 
 // breakCycle parks at a temporary path one memory whose current path (as
 // the store holds it) blocks another blocked change — the path itself,
-// or a directory or file it collides with (reconcile.ChooseParked). It
-// reports whether it moved one (or found the store changed it too: then
+// or a directory or file it collides with (reconcile.ChooseParked). then
+// hears whether it moved one (or found the store changed it too: then
 // the store wins).
-//
-// REQUIRES: f.e.syncMu NOT held.
-func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool {
-	e := f.e
-	e.syncMu.Lock()
-	moves := make([]reconcile.BlockedMove, len(blocked))
-	for i, y := range blocked {
+func (e *Engine) breakCycle(p *pass, then func(parked bool)) {
+	moves := make([]reconcile.BlockedMove, len(p.retry))
+	for i, y := range p.retry {
 		moves[i] = reconcile.BlockedMove{Create: y.kind == opCreate, Path: y.entry.Path}
 		if k, ok := e.ms.known[y.target()]; ok && !moves[i].Create {
 			moves[i].StorePath = k.path
@@ -97,39 +122,42 @@ func (f *flusher) breakCycle(ctx context.Context, blocked []op, r *passRun) bool
 	}
 	i, ok := reconcile.ChooseParked(moves)
 	if !ok {
-		e.syncMu.Unlock()
-		return false
+		then(false)
+		return
 	}
-	mover := &blocked[i]
-	id, base, from := mover.target(), mover.base(), moves[i].StorePath
-	// The overlay will see this move: it is our own write (same bytes).
-	e.ms.noteSent(id, base)
-	e.syncMu.Unlock()
+	id, base, from := p.retry[i].target(), p.retry[i].base(), moves[i].StorePath
+	e.whenFree(id, func() {
+		e.markBusy(id)
+		// The overlay will see this move: it is our own write (same bytes).
+		e.ms.noteSent(id, base)
+		random := make([]byte, 4)
+		rand.Read(random) // never fails (crypto/rand)
+		temp := reconcile.ParkPath(id, random)
+		log := e.f.log.WithFields(logrus.Fields{"memory_id": id, "from": from, "temporary_path": temp})
+		st, sid, ctx := e.opts.Store, e.opts.StoreID, p.ctx
+		e.request(func() ownerEvent {
+			m, err := st.UpdateMemory(ctx, sid, id, store.UpdateMemoryInput{Path: &temp, ExpectedSHA256: &base})
+			var parked bool
+			return answered{id: id, answer: func() { parked = e.parked(p, id, m, err, log) }, next: func() { then(parked) }}
+		})
+	})
+}
 
-	random := make([]byte, 4)
-	rand.Read(random) // never fails (crypto/rand)
-	temp := reconcile.ParkPath(id, random)
-	log := f.log.WithFields(logrus.Fields{"memory_id": id, "from": from, "temporary_path": temp})
-	m, err := e.opts.Store.UpdateMemory(ctx, e.opts.StoreID, id, store.UpdateMemoryInput{Path: &temp, ExpectedSHA256: &base})
+// parked carries out the answer to a park, and reports whether the cycle
+// was broken.
+func (e *Engine) parked(p *pass, id string, m *store.Memory, err error, log logrus.FieldLogger) bool {
 	switch v, _ := reconcile.JudgeAnswer(describe(reconcile.UploadMove, err)); v {
 	case reconcile.VerdictSettle:
 	case reconcile.VerdictResolve:
-		r.mu.Lock()
-		r.conflicted = append(r.conflicted, id)
-		r.mu.Unlock()
+		p.r.conflicted = append(p.r.conflicted, id)
 		return true
 	default:
 		log.WithError(err).Debug("could not park a memory to break a cycle of moves")
 		return false
 	}
-	e.syncMu.Lock()
 	if fileID, ok := e.ms.byMemory[id]; ok {
 		e.ms.agree(fileID, m)
 	}
-	// The op's own park moved gen: its upload must still settle as the
-	// newest look at the memory.
-	mover.gen = e.ms.gen[id]
-	e.syncMu.Unlock()
 	log.Info("a cycle of moves: the memory is parked at a temporary path for this pass")
 	return true
 }

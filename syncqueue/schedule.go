@@ -122,7 +122,7 @@ func (e *Engine) flushLoop(ctx context.Context) {
 	}
 	if e.replayed > 0 {
 		// A journal left behind goes up at once, not an interval later.
-		e.f.pass(ctx, passOptions{deletes: true, trigger: TriggerReplay})
+		e.runPass(ctx, passOptions{deletes: true, trigger: TriggerReplay})
 	}
 	for {
 		select {
@@ -131,7 +131,7 @@ func (e *Engine) flushLoop(ctx context.Context) {
 		case <-retry.C:
 			e.tree.RetryUnjournaled() // status shows what is left
 		case <-tick.C:
-			e.f.pass(ctx, passOptions{deletes: true, trigger: TriggerInterval})
+			e.runPass(ctx, passOptions{deletes: true, trigger: TriggerInterval})
 		case <-closes:
 			// Armed: later closes only move the time the timer reads.
 			closes = nil
@@ -154,23 +154,9 @@ func (e *Engine) flushLoop(ctx context.Context) {
 
 // quietPass runs the pass of a quiet period, unless the store is failing
 // (the interval's passes retry then) or no write is pending (a pass took
-// it meanwhile, or only deletes wait: they go at the interval). It
-// reports whether it ran and could not reach the store for some change.
+// it meanwhile, or only deletes wait: they go at the interval): the owner
+// judges that as the pass would begin (passWanted). It reports whether it
+// ran and could not reach the store for some change.
 func (e *Engine) quietPass(ctx context.Context) (failed bool) {
-	if e.f.failing() || e.outage.isDown() {
-		return false
-	}
-	if st := e.journal.Stats(); st.Pending == st.Deletes {
-		return false
-	}
-	e.f.pass(ctx, passOptions{trigger: TriggerQuiet})
-	return e.f.failing()
-}
-
-// failing reports whether the last pass could not reach the store for
-// some change.
-func (f *flusher) failing() bool {
-	f.e.syncMu.Lock()
-	defer f.e.syncMu.Unlock()
-	return f.unreached
+	return e.askPass(ctx, passOptions{trigger: TriggerQuiet}).unreached
 }

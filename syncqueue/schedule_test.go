@@ -348,9 +348,8 @@ func TestQuietPassesLeaveDeletesToTheInterval(t *testing.T) {
 		if len(ps) != 1 || ps[0].Trigger != TriggerQuiet || ps[0].Result.Uploaded != 1 || ps[0].Result.Deleted != 0 || ps[0].Result.DeletesPending != 1 {
 			t.Fatalf("the quiet pass: %+v, want /new.md uploaded and the delete left pending", ps)
 		}
-		e.eng.syncMu.Lock()
-		seen := len(e.eng.f.deleteSeen)
-		e.eng.syncMu.Unlock()
+		var seen int
+		e.onOwner(func() { seen = len(e.eng.f.deleteSeen) })
 		if seen != 0 {
 			t.Fatalf("the quiet pass started the delete's 30 s wait")
 		}

@@ -1,6 +1,7 @@
 package syncqueue
 
 import (
+	"context"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -112,12 +113,13 @@ type DamageStatus struct {
 	Reason    string `json:"reason"`
 }
 
-// Status returns the store's sync status now.
+// Status returns the store's sync status now. What the owner keeps
+// (owner.go) it reads on the owner (statusWanted), which answers at once:
+// a pass in progress waits on its requests, not on the owner.
 func (e *Engine) Status() Status {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
 	s := Status{StoreID: e.opts.StoreID, StoreName: e.name, ReadOnly: e.journal == nil, Loaded: e.loaded, Content: e.contentProgress()}
-	e.locked(func() { s.Follows = e.follows })
 	lastAt, down, lastErr := e.outage.last()
 	s.Unreachable = down
 	if r := e.outage.refusal(); r != nil {
@@ -127,7 +129,7 @@ func (e *Engine) Status() Status {
 		s.LastError, s.LastErrorAt = lastErr.Error(), &lastAt
 	}
 	if e.journal == nil {
-		e.locked(func() { s.FeedCursor = e.cursor })
+		e.ownerStatus(&s, down)
 		return s
 	}
 	js := e.journal.Stats()
@@ -149,9 +151,42 @@ func (e *Engine) Status() Status {
 		s.Pending = append(s.Pending, PendingChange{Path: p, Op: "unjournaled", Reason: reason, Error: err.Error()})
 		s.NoSpace = s.NoSpace || noSpace
 	}
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	s.RemoteBlocked, s.FeedCursor = e.remoteBlocked, e.cursor
+	e.ownerStatus(&s, down)
+	sort.SliceStable(s.Pending, func(i, j int) bool { return s.Pending[i].Op == "unjournaled" && s.Pending[j].Op != "unjournaled" })
+	s.tally()
+	return s
+}
+
+// statusWanted asks the owner for the part of Status it keeps.
+type statusWanted struct {
+	s    *Status
+	down bool
+	done chan struct{}
+}
+
+func (w statusWanted) handle(e *Engine) {
+	e.statusNow(w.s, w.down)
+	close(w.done)
+}
+
+// ownerStatus fills the part of s the owner keeps: on the owner, or, when
+// there is none (before Open, after Close), here.
+func (e *Engine) ownerStatus(s *Status, down bool) {
+	w := statusWanted{s: s, down: down, done: make(chan struct{})}
+	if !e.send(context.Background(), w) {
+		e.statusNow(s, down)
+		return
+	}
+	<-w.done
+}
+
+// statusNow fills the part of s the owner keeps; down: the store is
+// unreachable.
+func (e *Engine) statusNow(s *Status, down bool) {
+	s.Follows, s.RemoteBlocked, s.FeedCursor = e.follows, e.remoteBlocked, e.cursor
+	if e.journal == nil {
+		return
+	}
 	if e.f != nil && e.f.credErr != nil {
 		s.Refused = storeMessage(e.f.credErr)
 	}
@@ -204,9 +239,6 @@ func (e *Engine) Status() Status {
 		}
 		s.Pending = append(s.Pending, c)
 	}
-	sort.SliceStable(s.Pending, func(i, j int) bool { return s.Pending[i].Op == "unjournaled" && s.Pending[j].Op != "unjournaled" })
-	s.tally()
-	return s
 }
 
 // tally sets the counts from Pending, so that they and the list (and

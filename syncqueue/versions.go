@@ -115,23 +115,16 @@ func (e *Engine) applyVersions(ctx context.Context, mark versionMark) (versionMa
 		opts.Page = p.NextPage
 	}
 	latest, next := newVersions(mark, listed)
-	for _, v := range latest {
-		if v.Operation == store.OpDeleted {
-			var err error
-			e.locked(func() { err = e.applyRemote(v.MemoryID, nil) })
-			if err != nil {
-				return mark, err
-			}
-			continue
-		}
-		if v.Path != nil && v.ContentSHA256 != nil && e.settledWithoutFetch(v.MemoryID, *v.Path, *v.ContentSHA256) {
-			continue
-		}
-		if err := e.resolve(ctx, v.MemoryID); err != nil {
-			return mark, err
+	items := make([]newsItem, len(latest))
+	for i, v := range latest {
+		items[i] = newsItem{id: v.MemoryID, deleted: v.Operation == store.OpDeleted}
+		if v.Path != nil && v.ContentSHA256 != nil {
+			items[i].path, items[i].sha = *v.Path, *v.ContentSHA256
 		}
 	}
-	e.locked(func() { e.remoteBlocked = false })
+	if err := e.mergeNews(ctx, items, batchEnd{unblock: true}); err != nil {
+		return mark, err
+	}
 	return next, nil
 }
 
