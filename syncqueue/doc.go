@@ -23,7 +23,7 @@
 //	conflicts.go  the conflict log
 //	local.go      Local, the engine's view of the local copy (the FUSE tree by default)
 //	load.go       the store's listing into the local copy; lazy.go: content behind it
-//	schedule.go   when passes run: the quiet period, the interval, SyncNow
+//	schedule.go   when passes run: the quiet period and the interval (SyncNow, in engine.go, asks at once)
 //	versions.go   without a feed: the versions created since the last one seen
 //	capwait.go    creates that wait at the store's memory cap
 //	journalerr.go the reasons status gives for a change the journal could not take
