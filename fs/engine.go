@@ -41,6 +41,21 @@ type SharingJournal interface {
 	AppendShared(states ...FileState) ([][]byte, error)
 }
 
+// BaseJournal is a Journal that takes a change made against a base the
+// caller names instead of the one it knows for the file: a plain
+// directory's edit found at a start, made while no worker ran, against
+// the content both sides last agreed on (which may no longer be the
+// store's). A file with a pending change keeps that change's base.
+type BaseJournal interface {
+	AppendAgainst(baseSHA string, st FileState) error
+}
+
+// UnknownBase is the base of a local change whose base is not known (a
+// directory's file found differing from the store with no record of what
+// both last agreed on): no store content has it, so its upload is refused
+// and the store's version wins, the local one going to the conflict log.
+const UnknownBase = "0000000000000000000000000000000000000000000000000000000000000000"
+
 // FileState is one file's state (internal/filestate), the one type that
 // the tree, the engine and the journal pass to each other. The tree
 // journals it without an Origin (the journal knows each file's base).
@@ -54,7 +69,8 @@ type File struct {
 	Content []byte // shared, not copied: the caller must not change it
 	Mtime   time.Time
 	Lazy    bool
-	Size    int64 // with Lazy: the content's length in the store
+	Size    int64  // with Lazy: the content's length in the store
+	SHA     string // the content's sha256 in the store (a directory on disk tells its files by it)
 }
 
 // Change is a file's new state, applied to the tree by the sync engine

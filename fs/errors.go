@@ -24,6 +24,13 @@ var (
 	ErrNotSupp     = errors.New("not supported")
 )
 
+// Skipped is why a local file is kept where it is and never uploaded (a
+// symbolic link, a FIFO, a hard link, a name no memory can have, ...):
+// memfs status lists it with Reason.
+type Skipped struct{ Reason string }
+
+func (s *Skipped) Error() string { return s.Reason }
+
 var errnoTable = []struct {
 	err   error
 	errno syscall.Errno

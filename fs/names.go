@@ -17,6 +17,13 @@ const MaxNameBytes = 255
 // MarkerName is the read-only marker file at the root of every mount.
 const MarkerName = ".anthropic-memory-store"
 
+// CheckName is checkName for another local side (a directory on disk):
+// the store path of name under parent, or why it can't be a memory's.
+func CheckName(parent, name string, dir bool) (string, error) { return checkName(parent, name, dir) }
+
+// MarkerContent is what the marker file of storeID's mount holds.
+func MarkerContent(storeID string) []byte { return []byte("version 1\n" + storeID) }
+
 // checkName validates a new name at depth (the number of segments of the
 // resulting path) under a parent whose store path is parent. dir says the
 // new entry is a directory (which must leave room for a file below it).

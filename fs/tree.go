@@ -211,7 +211,7 @@ func NewTree(opts Options) (*Tree, error) {
 	t.root = t.newNode(nil, "", true, opts.Owner.dirMode(), now)
 	m := t.newNode(t.root, MarkerName, false, 0o444, now)
 	m.marker = true
-	m.content = []byte("version 1\n" + opts.StoreID)
+	m.content = MarkerContent(opts.StoreID)
 	return t, nil
 }
 
@@ -386,6 +386,9 @@ func (t *Tree) Freeze() {
 	defer t.unlockJournal()
 	t.frozen = true
 }
+
+// NewFileID is a new local file's id, until the store names it.
+func NewFileID() string { return newFileID() }
 
 func newFileID() string {
 	var b [10]byte

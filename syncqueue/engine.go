@@ -404,7 +404,7 @@ func (e *Engine) openLocal(files []store.Memory, readOnly bool) error {
 	e.tree = local
 	fsFiles := make([]fs.File, len(files))
 	for i, m := range files {
-		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Lazy: true, Size: m.ContentSizeBytes, Mtime: m.UpdatedAt}
+		fsFiles[i] = fs.File{FileID: m.ID, Path: m.Path, Lazy: true, Size: m.ContentSizeBytes, Mtime: m.UpdatedAt, SHA: m.ContentSHA256}
 		e.ms.agree(m.ID, &files[i])
 		if e.journal != nil {
 			e.journal.SetBase(m.ID, m.ID, m.ContentSHA256)
@@ -616,6 +616,16 @@ func (s journalSink) Append(states ...fs.FileState) error {
 		s.closes.note()
 	}
 	return err
+}
+
+// AppendAgainst appends st made against baseSHA (fs.BaseJournal): the
+// file's base keeps its memory, with baseSHA as the content it was made
+// on; a pending change keeps its own base.
+func (s journalSink) AppendAgainst(baseSHA string, st fs.FileState) error {
+	if b, ok := s.j.Base(st.FileID); ok {
+		s.j.SetBase(st.FileID, b.MemoryID, baseSHA)
+	}
+	return s.Append(st)
 }
 
 func (s journalSink) Sync() error { return s.j.Sync() }

@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
 )
@@ -30,6 +31,14 @@ type MountOptions struct {
 	MemoryRoot string
 	// FS configures the FUSE mount.
 	FS fs.MountOptions
+	// Mode is how the store is shown (mountmode.go): ModeFUSE (the
+	// default), ModeDirectory (plain files in Mountpoint, package
+	// dirmode), or ModeAuto (FUSE when this process can mount, else a
+	// directory, with one warning saying why).
+	Mode string
+	// Rescan is how often a directory is looked at whole (default: the
+	// sync interval).
+	Rescan time.Duration
 	// Log receives lifecycle lines (default: logrus's standard logger).
 	Log logrus.FieldLogger
 	// Status, when set, shows the mount to memfs status, with Labels.
@@ -44,7 +53,9 @@ type Mounted struct {
 	opts    MountOptions
 	log     logrus.FieldLogger
 	engine  *syncqueue.Engine
-	mount   *fs.Mount
+	mount   *fs.Mount // nil in directory mode
+	folder  *dirmode.Dir
+	mode    string    // ModeFUSE or ModeDirectory
 	created bool      // this process created the mount directory
 	dir     *mountDir // the directory created below MemoryRoot, if set
 	metrics StoreMetrics
@@ -75,14 +86,18 @@ func mountStore(ctx context.Context, opts MountOptions, sm StoreMetrics) (*Mount
 		opts.Engine.Log = opts.Log
 	}
 	log := opts.Log.WithFields(logrus.Fields{"store": opts.Engine.StoreID, "path": opts.Mountpoint})
-	if err := fs.CheckFUSE(); err != nil {
+	mode, err := ChooseMode(opts.Mode, log)
+	if err != nil {
 		return nil, err
+	}
+	if mode == ModeDirectory {
+		return mountFolder(ctx, opts, log)
 	}
 	eng, err := syncqueue.NewEngine(opts.Engine)
 	if err != nil {
 		return nil, err
 	}
-	m := &Mounted{opts: opts, log: log, engine: eng}
+	m := &Mounted{opts: opts, log: log, engine: eng, mode: ModeFUSE}
 	if opts.MemoryRoot != "" {
 		rel, ok := below(opts.MemoryRoot, opts.Mountpoint)
 		if !ok || filepath.Join(opts.MemoryRoot, rel) != opts.Mountpoint {
@@ -151,19 +166,50 @@ func mountStore(ctx context.Context, opts MountOptions, sm StoreMetrics) (*Mount
 }
 
 // Covered lists what is mounted over or inside the store's mount path now
-// (covered.go).
-func (m *Mounted) Covered() []fs.Cover { return m.mount.Covered() }
+// (covered.go); nothing for a directory.
+func (m *Mounted) Covered() []fs.Cover {
+	if m.mount == nil {
+		return nil
+	}
+	return m.mount.Covered()
+}
+
+// Mode is how the store is shown: ModeFUSE or ModeDirectory.
+func (m *Mounted) Mode() string { return m.mode }
+
+// Folder is the directory the store is written into (directory mode; nil
+// for a FUSE mount).
+func (m *Mounted) Folder() *dirmode.Dir { return m.folder }
+
+// SyncNow runs a sync pass at once (SIGUSR1): a directory is looked at
+// first, so that what was written in it before is in the pass.
+func (m *Mounted) SyncNow(ctx context.Context, deletes, waiveDelay bool) syncqueue.SyncResult {
+	if m.folder != nil {
+		m.folder.Look()
+	}
+	return m.engine.SyncNow(ctx, deletes, waiveDelay)
+}
 
 // Engine is the store's sync engine.
 func (m *Mounted) Engine() *syncqueue.Engine { return m.engine }
 
 // Dir is the mount point.
-func (m *Mounted) Dir() string { return m.mount.Dir }
+func (m *Mounted) Dir() string {
+	if m.mount == nil {
+		return m.folder.Path()
+	}
+	return m.mount.Dir
+}
 
 // Gone is closed when the mount disappears: unmounted by us or from
 // outside (umount, fusermount3 -u, umount -l even of a busy mount; see
-// fs.Mount.Gone).
-func (m *Mounted) Gone() <-chan struct{} { return m.mount.Gone() }
+// fs.Mount.Gone). A directory never goes (nil: never closed).
+func (m *Mounted) Gone() <-chan struct{} {
+	if m.mount == nil {
+		return nil
+	}
+	return m.mount.Gone()
+}
 
 // Left is what Close left in the journal: the engine's final state.
 func (m *Mounted) Left() syncqueue.Left { return m.engine.Left() }
@@ -196,6 +242,9 @@ func (m *Mounted) Close(ctx context.Context, clean bool) error {
 	fctx, cancel := endingBefore(ctx, reserveAfterSync)
 	m.engine.Finish(fctx, clean)
 	cancel()
+	if m.folder != nil {
+		return m.closeFolder(ctx)
+	}
 	uctx, cancel := endingBefore(ctx, reserveAfterUnmount)
 	uctx, cancel2 := context.WithTimeout(uctx, UnmountTimeout)
 	res, uerr := m.mount.UnmountReport(uctx)

@@ -30,6 +30,7 @@ type syncFlags struct {
 	quiet                         string // --memory-sync-quiet (syncquiet.go)
 	deleteDelay                   time.Duration
 	logFormat, logLevel           string
+	mountMode                     string // --mount-mode: fuse, directory or auto
 }
 
 // syncDefaults are the defaults that differ between the commands that
@@ -55,6 +56,7 @@ func (s *syncFlags) addWith(fs *flag.FlagSet, d syncDefaults) {
 	fs.StringVar(&s.deletions, "memory-sync-deletions", envOr(syncqueue.DeletionsEnabled, "MEMFS_MEMORY_SYNC_DELETIONS"), "enabled, log_only or disabled (env MEMFS_MEMORY_SYNC_DELETIONS)")
 	fs.DurationVar(&s.deleteDelay, "memory-sync-delete-delay", 30*time.Second, "how long a local delete must last before it is sent (tests shorten it)")
 	fs.StringVar(&s.stateDir, "state-dir", d.stateDir, d.stateDirHelp)
+	fs.StringVar(&s.mountMode, "mount-mode", envOr(worker.ModeAuto, "MEMFS_MOUNT_MODE"), "fuse, directory or auto: how a memory store is shown; auto mounts FUSE where this process can, else writes the store into its mount path as a plain folder, with one warning (README, \"Mount modes\"; env MEMFS_MOUNT_MODE)")
 	addLogFlagsWith(fs, &s.logFormat, &s.logLevel, d.logLevel)
 }
 
@@ -250,8 +252,10 @@ func runMount(args []string) error {
 	defer stop()
 	// What can't work is said first, alone: FUSE, then the state dir
 	// (the status socket below goes in it, and would warn first).
-	if err := fs.CheckFUSE(); err != nil {
-		return err
+	if sf.mountMode == worker.ModeFUSE {
+		if err := fs.CheckFUSE(); err != nil {
+			return err
+		}
 	}
 	if err := prepareStateDir(sf.stateDir, log); err != nil {
 		return err
@@ -268,6 +272,7 @@ func runMount(args []string) error {
 			Owner: a.owner, OnLoad: onLoad,
 		},
 		Mountpoint: a.mountpoint,
+		Mode:       sf.mountMode,
 		FS:         fs.MountOptions{AllowOther: a.allowOther, Debug: a.debug},
 		Log:        log,
 		Status:     status,
@@ -314,7 +319,7 @@ func waitMountEnd(ctx context.Context, m *worker.Mounted, storeID string, log lo
 			// store's changes, and need not.
 			return true
 		case <-usr1:
-			res := m.Engine().SyncNow(ctx, true, false)
+			res := m.SyncNow(ctx, true, false)
 			log.WithFields(map[string]any{"uploaded": res.Uploaded, "deleted": res.Deleted, "failed": res.Failed, "left": res.Left}).Info("sync pass on SIGUSR1")
 		}
 	}

@@ -34,6 +34,7 @@ var mountOptionValues = map[string]string{
 	"state_dir":     "state-dir",
 	"sync_interval": "memory-sync-interval",
 	"sync_quiet":    "memory-sync-quiet",
+	"mount_mode":    "mount-mode",
 	"x-mount.mkdir": "mkdir", // also bare, below; the value is the mode of the folders created
 }
 
@@ -132,7 +133,7 @@ func ignoredMountOption(opt string) bool {
 // check after parsing.
 func addMountOptionFlag(fset *flag.FlagSet) (check func() error) {
 	var first error
-	fset.Func("o", "mount(8)-style options, comma-separated: ro, rw, uid=N, gid=N, allow_other, api_url=URL, api_key_file=FILE, ca_file=FILE, insecure_http, state_dir=DIR, sync_interval=DUR, sync_quiet=DUR, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users and x-systemd.* are accepted and ignored", func(s string) error {
+	fset.Func("o", "mount(8)-style options, comma-separated: ro, rw, uid=N, gid=N, allow_other, api_url=URL, api_key_file=FILE, ca_file=FILE, insecure_http, state_dir=DIR, sync_interval=DUR, sync_quiet=DUR, mount_mode=fuse|directory|auto, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users and x-systemd.* are accepted and ignored", func(s string) error {
 		set, _, _, err := parseMountOptions(s, false)
 		for _, fs := range set {
 			if err == nil {

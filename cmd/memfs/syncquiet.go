@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/memfs/memfs/worker"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ func (s *syncFlags) parseQuiet(interval time.Duration) (time.Duration, error) {
 func (s *syncFlags) parseSync() (interval, quiet time.Duration, err error) {
 	if interval, err = s.parseInterval(); err != nil {
 		return 0, 0, err
+	}
+	if s.mountMode, err = worker.ParseMode(s.mountMode); err != nil {
+		return 0, 0, fmt.Errorf("--mount-mode: %w", err)
 	}
 	quiet, err = s.parseQuiet(interval)
 	return interval, quiet, err

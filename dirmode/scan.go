@@ -1,0 +1,101 @@
+package dirmode
+
+import (
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memfs/memfs/fs"
+)
+
+// tmpPrefix names the temporary files a write makes next to its target
+// (write.go); a look never takes them for the agent's.
+const tmpPrefix = ".memfs-tmp-"
+
+// disk is what one look found in the folder.
+type disk struct {
+	files   map[string]unix.Stat_t // regular files by store path
+	dirs    map[string]unix.Stat_t // directories below the root, by store path
+	skipped map[string]string      // what is never uploaded, by path, with why
+	marker  *unix.Stat_t           // the marker file's stat, nil when missing
+	leftTmp []string               // temporary files of a write a crash cut short
+	blind   []string               // folders that could not be read: nothing below them is gone
+}
+
+// walk lists the folder below root. onDir is called with each directory's
+// store path and an open descriptor of it (the root's first), for the
+// watch.
+func walk(root int, onDir func(p string, fd int)) (*disk, error) {
+	d := &disk{files: map[string]unix.Stat_t{}, dirs: map[string]unix.Stat_t{}, skipped: map[string]string{}}
+	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return d, d.walkDir(fd, "/", onDir)
+}
+
+// walkDir lists the directory fd (store path p) and the ones below it; it
+// closes fd.
+func (d *disk) walkDir(fd int, p string, onDir func(string, int)) error {
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	if onDir != nil {
+		onDir(p, fd)
+	}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		st, err := lstatAt(fd, name)
+		if err != nil {
+			continue // gone since the listing: the next look tells
+		}
+		cp := join(p, name)
+		if p == "/" && name == fs.MarkerName {
+			d.marker = &st
+			continue
+		}
+		if strings.HasPrefix(name, tmpPrefix) {
+			d.leftTmp = append(d.leftTmp, cp)
+			continue
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if _, err := fs.CheckName(p, name, isDir); err != nil {
+			d.skipped[cp] = "its name can't be a memory path: " + err.Error()
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			if st.Nlink > 1 {
+				d.skipped[cp] = "a hard link (the same file has another name, maybe outside the store): never uploaded"
+				continue
+			}
+			d.files[cp] = st
+		case unix.S_IFDIR:
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err == nil {
+				d.dirs[cp] = st
+				err = d.walkDir(sub, cp, onDir)
+			}
+			if err != nil {
+				d.skipped[cp] = "a folder memfs can't read (" + err.Error() + "): its changes wait"
+				d.blind = append(d.blind, cp)
+			}
+		case unix.S_IFLNK:
+			d.skipped[cp] = "a symbolic link: never followed or uploaded"
+		default:
+			d.skipped[cp] = "not a regular file (a FIFO, socket or device): never uploaded"
+		}
+	}
+	return nil
+}
+
+// join is the store path of name in the folder with store path dir.
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
