@@ -55,9 +55,7 @@ func (d *Dir) lookLocked(explicit bool) (again bool) {
 	for _, e := range pl.present {
 		d.setLazy(e, false)
 	}
-	for _, m := range pl.moves {
-		t.takeMove(m)
-	}
+	t.takeMoves(pl.moves)
 	for _, e := range pl.changed {
 		t.takeChange(e)
 	}
@@ -124,25 +122,41 @@ func (t *taker) takeChange(e *entry) {
 	}
 }
 
-// takeMove takes a move (and the file it replaced, deleted with it).
-func (t *taker) takeMove(m move) {
+// takeMoves takes the moves of a look (and the files they replaced,
+// deleted with them) in one change, so that no state between two of them
+// (a swap's: two files at one path) is journaled.
+func (t *taker) takeMoves(moves []move) {
 	d := t.d
-	content, st, sha, ok := t.read(m.to)
-	if !ok {
+	var states []fs.FileState
+	type read struct {
+		m   move
+		sha string
+		st  unix.Stat_t
+	}
+	var taken []read
+	for _, m := range moves {
+		content, st, sha, ok := t.read(m.to)
+		if !ok {
+			continue
+		}
+		states = append(states, fs.FileState{FileID: m.e.fileID, Path: m.to, Content: content})
+		if m.replaced != nil {
+			states = append(states, fs.FileState{FileID: m.replaced.fileID, Path: m.replaced.path, Deleted: true})
+		}
+		taken = append(taken, read{m, sha, st})
+	}
+	if len(states) == 0 || !d.journal("", states...) {
 		return
 	}
-	states := []fs.FileState{{FileID: m.e.fileID, Path: m.to, Content: content}}
-	if m.replaced != nil {
-		states = append(states, fs.FileState{FileID: m.replaced.fileID, Path: m.replaced.path, Deleted: true})
+	for _, r := range taken {
+		if r.m.replaced != nil {
+			d.drop(r.m.replaced)
+		}
 	}
-	if !d.journal("", states...) {
-		return
+	for _, r := range taken {
+		d.moveTo(r.m.e, r.m.to)
+		d.record(r.m.e, r.sha, r.st)
 	}
-	if m.replaced != nil {
-		d.drop(m.replaced)
-	}
-	d.moveTo(m.e, m.to)
-	d.record(m.e, sha, st)
 }
 
 // takeCreate takes a new file.

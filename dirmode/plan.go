@@ -11,8 +11,10 @@ import (
 //
 //   - a file whose stat (inode, size, mtime, ctime) is its entry's record
 //     is unchanged;
-//   - an entry's inode found at another path is a move there (a file its
-//     target held goes as deleted, in the same change);
+//   - an entry's inode found at another path with its size and mtime is a
+//     move there (a file its target held goes as deleted, in the same
+//     change); a file moved and written between two looks is a delete and
+//     a new file, and so is an inode the filesystem reused;
 //   - a file at an entry's path, moved there or not, whose stat differs is
 //     a change of that entry's file (an editor's save by rename keeps the
 //     file);
@@ -66,8 +68,8 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 	for _, p := range sortedPaths(d.files) {
 		st := d.files[p]
 		o := byIno[inoKey{uint64(st.Dev), st.Ino}]
-		if o == nil || o.path == p {
-			continue
+		if o == nil || o.path == p || o.rec.Size != st.Size || o.rec.Mtime != st.Mtim.Nano() {
+			continue // not a move: a rename changes neither (an inode reused by a new file does)
 		}
 		if at, ok := d.files[o.path]; ok && at.Ino == st.Ino && at.Dev == st.Dev {
 			continue // one inode at two paths: a hard link, skipped by walk

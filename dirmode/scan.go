@@ -20,7 +20,7 @@ type disk struct {
 	skipped map[string]string      // what is never uploaded, by path, with why
 	marker  *unix.Stat_t           // the marker file's stat, nil when missing
 	leftTmp []string               // temporary files of a write a crash cut short
-	blind   []string               // folders that could not be read: nothing below them is gone
+	blind   []string               // folders that could not be read, and hard links: nothing at or below them is gone
 }
 
 // walk lists the folder below root. onDir is called with each directory's
@@ -70,6 +70,7 @@ func (d *disk) walkDir(fd int, p string, onDir func(string, int)) error {
 		case unix.S_IFREG:
 			if st.Nlink > 1 {
 				d.skipped[cp] = "a hard link (the same file has another name, maybe outside the store): never uploaded"
+				d.blind = append(d.blind, cp) // not gone either: a store file linked elsewhere stays the store's
 				continue
 			}
 			d.files[cp] = st

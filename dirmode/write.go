@@ -134,7 +134,8 @@ func (d *Dir) applyDelete(cur *entry) error {
 // path. It returns the new file's stat. REQUIRES: d.mu held.
 func (d *Dir) place(cur *entry, p string, content []byte) (unix.Stat_t, error) {
 	var none unix.Stat_t
-	if cur != nil && cur.rec != nil && cur.path != p && !d.asRecorded(cur) {
+	ro := d.fo.ReadOnly // nothing local is kept in a read-only store's folder
+	if !ro && cur != nil && cur.rec != nil && cur.path != p && !d.asRecorded(cur) {
 		d.lookLocked(true)
 		return none, errUnseen
 	}
@@ -153,7 +154,7 @@ func (d *Dir) place(cur *entry, p string, content []byte) (unix.Stat_t, error) {
 			return none, fmt.Errorf("a folder stands at %s", p)
 		case unix.S_IFREG:
 			o := d.byPath[p]
-			if o == nil || o.rec == nil || !o.rec.matches(there) {
+			if !ro && (o == nil || o.rec == nil || !o.rec.matches(there)) {
 				d.lookLocked(true)
 				return none, errUnseen
 			}
@@ -168,8 +169,10 @@ func (d *Dir) place(cur *entry, p string, content []byte) (unix.Stat_t, error) {
 		unix.Unlinkat(fd, tmp, 0)
 		return none, err
 	}
-	if exists {
+	if exists && !ro {
 		d.checkReplaced(fd, tmp, p)
+	}
+	if exists {
 		unix.Unlinkat(fd, tmp, 0)
 	}
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
