@@ -409,3 +409,40 @@ func readNames(dir string) ([]string, error) {
 	}
 	return names, err
 }
+
+// Left is a folder a previous run left (a kill -9, a power loss): the
+// state dir holds its baseline, and the folder its marker.
+type Left struct {
+	StoreID string
+	Dir     string
+}
+
+// LeftFolders lists the folders stateDir holds baselines of that still
+// exist with their store's marker: a start (memfs replay, a worker's)
+// takes up what changed in them while no worker ran.
+func LeftFolders(stateDir string) []Left {
+	ents, _ := os.ReadDir(filepath.Join(stateDir, "directories"))
+	var out []Left
+	for _, e := range ents {
+		b, err := os.ReadFile(BaselinePath(stateDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		bl, err := decodeBaseline(b)
+		if err != nil || bl.Store != e.Name() || TakeUp(bl.Dir, bl.Store, stateDir) != nil {
+			continue
+		}
+		out = append(out, Left{StoreID: bl.Store, Dir: bl.Dir})
+	}
+	return out
+}
+
+// LeftFolder is the folder of storeID a previous run left, if any.
+func LeftFolder(stateDir, storeID string) (string, bool) {
+	for _, l := range LeftFolders(stateDir) {
+		if l.StoreID == storeID {
+			return l.Dir, true
+		}
+	}
+	return "", false
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/memfs/memfs/dirmode"
+	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/syncqueue/journal"
 )
@@ -69,27 +72,43 @@ func InspectJournals(stateDir string) []journal.Info {
 // uploaded with its token. left is what the journal still holds
 // afterwards (all of it when the replay could not start).
 func ReplayStore(ctx context.Context, api syncqueue.Store, stateDir, storeID, session string, log logrus.FieldLogger) (res syncqueue.SyncResult, left syncqueue.Left, err error) {
-	eng, err := syncqueue.NewEngine(syncqueue.EngineOptions{StoreID: storeID, Store: api, StateDir: stateDir, Interval: syncqueue.MinInterval,
-		Session: session, AnySession: session == "", Log: log})
+	opts := syncqueue.EngineOptions{StoreID: storeID, Store: api, StateDir: stateDir, Interval: syncqueue.MinInterval,
+		Session: session, AnySession: session == "", Log: log}
+	var folder *dirmode.Dir
+	if dir, ok := dirmode.LeftFolder(stateDir, storeID); ok {
+		// A folder a killed directory-mode run left: what changed in it
+		// while nothing ran is journaled too (Begin), and uploaded with
+		// the rest. The folder stays for the store's next mount there.
+		newDir := dirmode.New(dirmode.Options{Dir: dir, StateDir: stateDir})
+		opts.Local = func(fo fs.Options) (syncqueue.Local, error) {
+			d, err := newDir(fo)
+			if err != nil {
+				return nil, err
+			}
+			folder = d
+			return d, nil
+		}
+		log = log.WithField("folder", dir)
+	}
+	eng, err := syncqueue.NewEngine(opts)
 	if err != nil {
 		return res, leftOnDisk(stateDir, storeID), err
 	}
 	if err := eng.Open(ctx); err != nil {
 		return res, leftOnDisk(stateDir, storeID), err
 	}
+	if folder != nil {
+		folder.Begin()
+	}
 	res = eng.Finish(ctx, true)
 	err = eng.Close(ctx)
 	return res, eng.Left(), err
 }
 
-// replayWithKey replays, with api (an API key), the store's journal and
-// then, one after the other, the journals held for the sessions keep
-// accepts (see "Sessions" in syncqueue/journal): each is put back in
-// place and replayed. It stops at the first that leaves changes or
-// fails; the rest stay held. res sums the uploads.
 func replayWithKey(ctx context.Context, api syncqueue.Store, stateDir, storeID string, keep func(session string) bool, log logrus.FieldLogger) (res syncqueue.SyncResult, left syncqueue.Left, err error) {
 	dir := syncqueue.JournalDir(stateDir, storeID)
-	if info, ierr := journal.Inspect(dir); ierr == nil && (info.Pending > 0 || info.Lost > 0) && keep(info.Session) {
+	_, folder := dirmode.LeftFolder(stateDir, storeID)
+	if info, ierr := journal.Inspect(dir); folder || (ierr == nil && (info.Pending > 0 || info.Lost > 0) && keep(info.Session)) {
 		if res, left, err = ReplayStore(ctx, api, stateDir, storeID, "", log); err != nil || !left.Empty() {
 			return res, left, err
 		}
@@ -147,6 +166,11 @@ func ReplayableStores(stateDir string) []string {
 		left := info.LockedBy == 0 && (info.Pending > 0 || info.Lost > 0)
 		if left || (held && info.LockedBy == 0) {
 			out = append(out, filepath.Base(info.Dir))
+		}
+	}
+	for _, l := range dirmode.LeftFolders(stateDir) {
+		if !slices.Contains(out, l.StoreID) {
+			out = append(out, l.StoreID)
 		}
 	}
 	return out
