@@ -65,8 +65,7 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 	var pl lookPlan
 	moved := map[*entry]bool{}
 	movedTo := map[string]*entry{}
-	for _, p := range sortedPaths(d.files) {
-		st := d.files[p]
+	for p, st := range d.files {
 		o := byIno[inoKey{uint64(st.Dev), st.Ino}]
 		if o == nil || o.path == p || o.rec.Size != st.Size || o.rec.Mtime != st.Mtim.Nano() {
 			continue // not a move: a rename changes neither (an inode reused by a new file does)
@@ -88,11 +87,10 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 			replaced[m.replaced] = true
 		}
 	}
-	for _, p := range sortedPaths(d.files) {
+	for p, st := range d.files {
 		if movedTo[p] != nil {
 			continue
 		}
-		st := d.files[p]
 		e := byPath[p]
 		switch {
 		case e == nil || moved[e]:
@@ -105,8 +103,7 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 			pl.changed = append(pl.changed, e)
 		}
 	}
-	for _, p := range sortedPaths(byPath) {
-		e := byPath[p]
+	for p, e := range byPath {
 		if moved[e] || replaced[e] {
 			continue
 		}
@@ -115,7 +112,21 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 		}
 		pl.deleted = append(pl.deleted, e)
 	}
+	pl.sort()
 	return pl
+}
+
+// sort puts each list in path order: a look takes changes in the same
+// order whatever the maps' (the walk's) order.
+func (pl *lookPlan) sort() {
+	byEntry := func(l []*entry) {
+		sort.Slice(l, func(i, j int) bool { return l[i].path < l[j].path })
+	}
+	byEntry(pl.changed)
+	byEntry(pl.deleted)
+	byEntry(pl.present)
+	sort.Strings(pl.created)
+	sort.Slice(pl.moves, func(i, j int) bool { return pl.moves[i].to < pl.moves[j].to })
 }
 
 // under reports whether p is one of dirs or below one.

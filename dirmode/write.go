@@ -354,7 +354,11 @@ func (d *Dir) dirOwner() (uid, gid, mode uint32) {
 	o := d.fo.Owner
 	mode = o.DirMode &^ o.Umask
 	if d.fo.ReadOnly {
-		return uint32(os.Geteuid()), uint32(os.Getegid()), mode &^ 0o222
+		off := uint32(0o222)
+		if os.Geteuid() != 0 {
+			off = 0o022 // a worker that is not root writes into its folders itself
+		}
+		return uint32(os.Geteuid()), uint32(os.Getegid()), mode &^ off
 	}
 	return o.UID, o.GID, mode
 }
