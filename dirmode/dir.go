@@ -48,7 +48,6 @@ type Dir struct {
 	byID        map[string]*entry // GUARDED_BY(mu)
 	nlazy       int               // GUARDED_BY(mu)
 	baseline    map[string]rec    // GUARDED_BY(mu): the records read at New, until Begin
-	unknownBase bool              // GUARDED_BY(mu): the baseline was lost: differing files are conflicts at Begin
 	started     bool              // GUARDED_BY(mu): Begin ran: Apply writes to the folder
 	frozen      bool              // GUARDED_BY(mu)
 	skipped     map[string]string // GUARDED_BY(mu): never uploaded, by path
@@ -136,15 +135,12 @@ func (d *Dir) readBaseline() {
 	bl, err := loadBaseline(d.bpth)
 	switch {
 	case errors.Is(err, errNoBaseline):
-		d.unknownBase = true
 		return
 	case err != nil:
 		d.log.WithError(err).Error("the directory baseline can't be used: every file that differs from the store is kept in the conflict log and takes the store's version")
-		d.unknownBase = true
 		return
 	case bl.Store != d.fo.StoreID || bl.DirDev != d.rootDev || bl.DirIno != d.rootIno:
-		d.unknownBase = true // another folder's (or another store's): not this one's history
-		return
+		return // another folder's (or another store's): not this one's history
 	}
 	for _, r := range bl.Files {
 		d.baseline[r.Path] = r

@@ -426,8 +426,14 @@ func TestDirStartTakesUpWhatChangedWhileNothingRan(t *testing.T) {
 	e.write("/new.md", "n\n")
 	e.write("/both.md", "local\n")
 	files["/remote.md"], files["/both.md"] = "r2\n", "b2\n" // the store changed meanwhile
+	// A memory new to the store, at a path where the folder holds a file
+	// it has no record of (a write of ours a power loss cut short): who
+	// wrote it is not known, so the store's version wins.
+	files["/unrecorded.md"] = "store\n"
+	e.write("/unrecorded.md", "half")
 	e.open(files)
-	wantOps(t, e.j.take(), "/edit.md=e2\n", "/gone.md deleted", "/new.md=n\n", "/both.md=local\n against "+sha("b\n")[:8])
+	wantOps(t, e.j.take(), "/edit.md=e2\n", "/gone.md deleted", "/new.md=n\n", "/both.md=local\n against "+sha("b\n")[:8],
+		"/unrecorded.md=half against "+fs.UnknownBase[:8])
 	if got := e.read("/remote.md"); got != "r2\n" {
 		t.Fatalf("remote.md = %q: a change made in the store while nothing ran did not come down", got)
 	}

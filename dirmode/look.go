@@ -114,8 +114,11 @@ func (t *taker) takeChange(e *entry) {
 	switch {
 	case e.rec != nil && e.rec.SHA != e.sha:
 		base = e.rec.SHA // made on what the folder last had; the store's differs
-	case e.rec == nil && !d.started && d.unknownBase:
-		base = fs.UnknownBase // found at a start with no record of what both last agreed on
+	case e.rec == nil && !d.started:
+		// Found at a start with no record: what both last agreed on is
+		// not known (a write of ours a power loss cut short, a baseline
+		// lost): the store's version wins, this one goes to the conflict log.
+		base = fs.UnknownBase
 	}
 	if d.journal(base, fs.FileState{FileID: e.fileID, Path: e.path, Content: content}) {
 		d.record(e, sha, st)
