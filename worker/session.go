@@ -368,6 +368,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 			Engine:     s.host.engineOptions(api, sess.ID, r, slog),
 			Mountpoint: p,
 			MemoryRoot: targets[i].Root,
+			Mode:       s.cfg.MountMode,
 			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},
 			Log:        slog,
 			Status:     s.cfg.Status,
