@@ -550,13 +550,13 @@ func (e *Engine) Finish(ctx context.Context, clean bool) SyncResult {
 	if left := res.Left - res.DeletesPending; left > 0 {
 		why := map[string]int{}
 		for _, c := range e.Status().Pending {
-			if c.Op != "delete" && c.Op != "unjournaled" {
+			if c.Op != "delete" && c.Op != "unjournaled" && c.Op != OpNotUploaded {
 				why[c.Reason]++
 			}
 		}
 		e.log.WithFields(logrus.Fields{"left": left, "reasons": why}).Warn("changes stay in the journal at the end of this mount: they are replayed and uploaded by the next mount of this store (memfs status lists them)")
 	}
-	if u := e.tree.Unjournaled(); len(u) > 0 {
+	if u := unjournaledCloses(e.tree.Unjournaled()); len(u) > 0 {
 		why := map[string]int{}
 		for _, err := range u {
 			r, _ := journalReason(err)

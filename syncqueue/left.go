@@ -99,6 +99,9 @@ func (e *Engine) leftNow() Left {
 		return l
 	}
 	for _, c := range e.Status().Pending {
+		if c.Op == OpNotUploaded {
+			continue // kept locally, not in the journal: nothing is left of it
+		}
 		if c.Op == "unjournaled" {
 			l.Unjournaled++
 			if l.UnjournaledReasons == nil {

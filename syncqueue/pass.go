@@ -103,7 +103,7 @@ func (e *Engine) beginPass(w passWanted) {
 	}
 	p := &pass{passWanted: w, start: time.Now()}
 	f.running = p
-	if left, err := e.tree.RetryUnjournaled(); left > 0 {
+	if left, err := e.retryUnjournaled(); left > 0 {
 		f.log.WithError(err).WithField("files", left).Debug("files whose close could not be journaled are still not journaled")
 	}
 	f.ticks++
@@ -193,7 +193,7 @@ func (e *Engine) endPass(p *pass) {
 		f.log.WithFields(logrus.Fields{"trigger": p.to.trigger, "uploaded": r.res.Uploaded, "deleted": r.res.Deleted, "conflicts": r.res.Conflicts,
 			"refused": r.res.Refused, "failed": r.res.Failed, "left": r.res.Left}).Info("sync pass")
 	}
-	unjournaled := len(e.tree.Unjournaled())
+	unjournaled := len(unjournaledCloses(e.tree.Unjournaled()))
 	down := e.outage.isDown()
 	f.last = PassInfo{At: p.start, Duration: time.Since(p.start), Result: r.res, Clean: r.res.Failed == 0 && r.transient == 0, Trigger: p.to.trigger}
 	f.unreached = r.transient > 0 && p.ctx.Err() == nil

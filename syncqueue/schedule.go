@@ -129,7 +129,7 @@ func (e *Engine) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-retry.C:
-			e.tree.RetryUnjournaled() // status shows what is left
+			e.retryUnjournaled() // status shows what is left
 		case <-tick.C:
 			e.runPass(ctx, passOptions{deletes: true, trigger: TriggerInterval})
 		case <-closes:

@@ -25,10 +25,12 @@ type Status struct {
 	Pending []PendingChange `json:"pending"`
 	// PendingUploads, PendingDeletes and PendingUnjournaled count Pending
 	// (tally): the deletes, every other change (unjournaled ones too),
-	// and those of them that never reached the journal.
+	// and those of them that never reached the journal. NotUploaded
+	// counts the files never uploaded (OpNotUploaded), in none of them.
 	PendingUploads     int   `json:"pending_uploads"`
 	PendingDeletes     int   `json:"pending_deletes"`
 	PendingUnjournaled int   `json:"pending_unjournaled"`
+	NotUploaded        int   `json:"not_uploaded"`
 	JournalBytes       int64 `json:"journal_bytes"`
 	// NoSpace: the state dir has no room for the journal (closes fail with
 	// ENOSPC, the files keep their content and are journaled once there
@@ -88,9 +90,10 @@ const (
 // PendingChange is one change that has not reached the store.
 type PendingChange struct {
 	Path string `json:"path"`
-	// Op is create, update, move, delete, or unjournaled (closed while the
+	// Op is create, update, move, delete, unjournaled (closed while the
 	// journal could not take it, for want of room or an I/O error: only in
-	// memory until it can).
+	// memory until it can), or OpNotUploaded (kept locally, never
+	// uploaded: Reason says why).
 	Op     string `json:"op"`
 	Reason string `json:"reason"`
 	// MemoryID is the memory the change is about ("" for a create).
@@ -147,14 +150,27 @@ func (e *Engine) Status() Status {
 		s.Damaged = &DamageStatus{KeptAt: d.KeptAt, LostBytes: d.LostBytes(), Records: d.Records, Reason: d.Reason}
 	}
 	for p, err := range e.tree.Unjournaled() {
-		reason, noSpace := journalReason(err)
-		s.Pending = append(s.Pending, PendingChange{Path: p, Op: "unjournaled", Reason: reason, Error: err.Error()})
+		c, noSpace := localPending(p, err)
+		s.Pending = append(s.Pending, c)
 		s.NoSpace = s.NoSpace || noSpace
 	}
 	e.ownerStatus(&s, down)
-	sort.SliceStable(s.Pending, func(i, j int) bool { return s.Pending[i].Op == "unjournaled" && s.Pending[j].Op != "unjournaled" })
+	sort.SliceStable(s.Pending, func(i, j int) bool { return pendingRank(s.Pending[i]) < pendingRank(s.Pending[j]) })
 	s.tally()
 	return s
+}
+
+// pendingRank orders Pending: the closes not journaled first (only in
+// memory), then the journal's changes, oldest first, then the files
+// never uploaded.
+func pendingRank(c PendingChange) int {
+	switch c.Op {
+	case "unjournaled":
+		return 0
+	case OpNotUploaded:
+		return 2
+	}
+	return 1
 }
 
 // statusWanted asks the owner for the part of Status it keeps.
@@ -244,11 +260,13 @@ func (e *Engine) statusNow(s *Status, down bool) {
 // tally sets the counts from Pending, so that they and the list (and
 // memfs status's text and JSON, which show them) never disagree.
 func (s *Status) tally() {
-	s.PendingUploads, s.PendingDeletes, s.PendingUnjournaled = 0, 0, 0
+	s.PendingUploads, s.PendingDeletes, s.PendingUnjournaled, s.NotUploaded = 0, 0, 0, 0
 	for _, c := range s.Pending {
 		switch c.Op {
 		case "delete":
 			s.PendingDeletes++
+		case OpNotUploaded:
+			s.NotUploaded++
 		case "unjournaled":
 			s.PendingUnjournaled++
 			s.PendingUploads++

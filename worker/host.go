@@ -106,13 +106,15 @@ func (h *host) release(storeID string) {
 // mountRecord is the JSON file <state dir>/mounts/<store id>.json written
 // (durably) once a store is mounted and removed after its teardown.
 // MountPath is the canonical path (no symlink on it): the path
-// /proc/self/mountinfo lists the mount at.
+// /proc/self/mountinfo lists the mount at. Mode is ModeFUSE or
+// ModeDirectory ("": a record of a build without directory mode, FUSE).
 type mountRecord struct {
 	StoreID    string `json:"store_id"`
 	SessionID  string `json:"session_id"`
 	WorkID     string `json:"work_id"`
 	MountPath  string `json:"mount_path"`
 	CreatedDir bool   `json:"created_dir"`
+	Mode       string `json:"mode,omitempty"`
 	PID        int    `json:"pid"`
 }
 
@@ -147,7 +149,8 @@ func (h *host) records() []mountRecord {
 
 // recover cleans up after a killed worker: stale mounts are detached,
 // mount directories it created are removed (once empty; a directory this
-// worker did not create is never touched), and journals with unsynced
+// worker did not create is never touched), the folders of directory mode
+// are kept for their stores' next mounts, and journals with unsynced
 // changes are replayed with replayKey when given, else kept for the next
 // work item of their session, memfs replay, and memfs status.
 func (h *host) recover(ctx context.Context, replayKey string) {
@@ -157,25 +160,10 @@ func (h *host) recover(ctx context.Context, replayKey string) {
 		}
 		p := filepath.Clean(r.MountPath)
 		log := h.log.WithFields(logrus.Fields{"store": r.StoreID, "session": r.SessionID, "path": p})
-		switch mi, found := mountAt(p); {
-		case !found:
-		case mi.FSType != "fuse."+fs.FSType || mi.Source != r.StoreID:
-			log.WithField("mounted", mi.FSType+" "+mi.Source).Warn("something else is mounted where a previous worker mounted the store; left alone")
-			h.removeRecord(r.StoreID)
+		if r.Mode == ModeDirectory {
+			recoverFolder(p, r.CreatedDir, log)
+		} else if !recoverMount(p, r, log) {
 			continue
-		default:
-			if err := detachStale(p); err != nil {
-				log.WithError(err).Error("could not detach a stale mount left by a previous worker")
-				continue
-			}
-			log.Warn("detached a stale mount left by a previous worker")
-		}
-		if r.CreatedDir {
-			if err := removeLeftDir(p); err == nil {
-				log.Info("removed the mount directory a previous worker created")
-			} else if !errors.Is(err, os.ErrNotExist) {
-				log.WithError(err).Warn("left a mount directory a previous worker created")
-			}
 		}
 		h.removeRecord(r.StoreID)
 	}
@@ -189,6 +177,55 @@ func (h *host) recover(ctx context.Context, replayKey string) {
 	}
 	for _, left := range ReplayAll(ctx, api, h.cfg.StateDir, h.log) {
 		h.left.note(left)
+	}
+}
+
+// recoverMount detaches the stale FUSE mount a killed worker left at p,
+// and removes the mount directory if it created it. It reports whether
+// the record is done with (false: the mount could not be detached, and
+// the record stays for the next start).
+func recoverMount(p string, r mountRecord, log logrus.FieldLogger) bool {
+	switch mi, found := mountAt(p); {
+	case !found:
+	case mi.FSType != "fuse."+fs.FSType || mi.Source != r.StoreID:
+		log.WithField("mounted", mi.FSType+" "+mi.Source).Warn("something else is mounted where a previous worker mounted the store; left alone")
+		return true
+	default:
+		if err := detachStale(p); err != nil {
+			log.WithError(err).Error("could not detach a stale mount left by a previous worker")
+			return false
+		}
+		log.Warn("detached a stale mount left by a previous worker")
+	}
+	if r.CreatedDir {
+		removeCreatedDir(p, log)
+	}
+	return true
+}
+
+// recoverFolder handles the folder a killed worker wrote a store into
+// (directory mode): nothing is mounted there to detach, and the folder
+// holds the store's files, edited or not, with its marker; the state
+// dir holds its baseline. It is kept, and the store's next mount there
+// takes it up and uploads what changed. Only a folder the worker created
+// and left empty is removed.
+func recoverFolder(p string, created bool, log logrus.FieldLogger) {
+	if created && removeLeftDir(p) == nil {
+		log.Info("removed the empty folder a previous worker created (directory mode)")
+		return
+	}
+	if _, err := os.Lstat(p); err == nil {
+		log.Info("kept the store's folder a previous worker wrote (directory mode): the store's next mount here takes it up and uploads what changed")
+	}
+}
+
+// removeCreatedDir removes the mount directory a killed worker created,
+// once empty.
+func removeCreatedDir(p string, log logrus.FieldLogger) {
+	if err := removeLeftDir(p); err == nil {
+		log.Info("removed the mount directory a previous worker created")
+	} else if !errors.Is(err, os.ErrNotExist) {
+		log.WithError(err).Warn("left a mount directory a previous worker created")
 	}
 }
 

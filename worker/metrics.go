@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
 )
@@ -34,6 +35,10 @@ type StoreMetrics interface {
 	// changes, journal bytes, the last sync) are read from status when
 	// metrics are scraped.
 	Watch(status func() syncqueue.Status)
+	// Shown is called once the store is mounted, with its mode (ModeFUSE
+	// or ModeDirectory) and, for a directory, what its watch and looks
+	// have done, read when metrics are scraped (nil for FUSE).
+	Shown(mode string, folder func() dirmode.Stats)
 	// Covered is called whenever the number of mounts over or inside
 	// the store's mount path changes (covered.go), from the mount-table
 	// watch; it may be called before Watch.

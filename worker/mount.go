@@ -74,6 +74,11 @@ func MountStore(ctx context.Context, opts MountOptions) (*Mounted, error) {
 		}
 		m.metrics = sm
 		sm.Watch(m.engine.Status)
+		var folder func() dirmode.Stats
+		if m.folder != nil {
+			folder = m.folder.Stats
+		}
+		sm.Shown(m.mode, folder)
 	}
 	return m, err
 }
@@ -180,6 +185,16 @@ func (m *Mounted) Mode() string { return m.mode }
 // Folder is the directory the store is written into (directory mode; nil
 // for a FUSE mount).
 func (m *Mounted) Folder() *dirmode.Dir { return m.folder }
+
+// folderStats is what the directory's watch and looks have done (nil for
+// a FUSE mount).
+func (m *Mounted) folderStats() *dirmode.Stats {
+	if m.folder == nil {
+		return nil
+	}
+	st := m.folder.Stats()
+	return &st
+}
 
 // SyncNow runs a sync pass at once (SIGUSR1): a directory is looked at
 // first, so that what was written in it before is in the pass.

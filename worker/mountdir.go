@@ -62,6 +62,29 @@ func createMountDir(t mountTarget, storeID string) (*mountDir, error) {
 	return d, nil
 }
 
+// adoptMountDir holds the folder a killed worker created at t and left
+// holding its store (directory mode: dirmode.TakeUp accepted it) as if
+// this process had created it: checked the same way, and removed at the
+// mount's end once empty, so that it does not stay in the way of the
+// store's next session.
+func adoptMountDir(t mountTarget, storeID string) (*mountDir, error) {
+	parent, err := t.openParent()
+	if err != nil {
+		return nil, t.walkError(storeID, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, filepath.Base(t.Rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(parent)
+		return nil, fmt.Errorf("the store's folder %s is no longer a directory (%v)", t, err)
+	}
+	d := &mountDir{t: t, parent: parent, dev: st.Dev, ino: st.Ino}
+	if err := d.verify(storeID); err != nil {
+		unix.Close(parent)
+		return nil, err
+	}
+	return d, nil
+}
+
 // verify checks that the canonical mount path still leads, without
 // following any symlink, to the directory created. The mount syscall
 // takes a path, so MountStore calls this right before mounting.

@@ -117,7 +117,9 @@ func mountFolder(ctx context.Context, opts MountOptions, log logrus.FieldLogger)
 
 // folderBelowRoot makes or takes up the folder below the memory root (a
 // worker's session): created as a FUSE mount directory is, or, when a
-// killed worker left it, taken up if it is this state dir's copy.
+// killed worker left it, taken up if it is this state dir's copy. Either
+// way it is this process's to remove once empty: below the memory root
+// only a worker makes a store's folder.
 func (m *Mounted) folderBelowRoot() error {
 	opts := m.opts
 	rel, ok := below(opts.MemoryRoot, opts.Mountpoint)
@@ -125,11 +127,15 @@ func (m *Mounted) folderBelowRoot() error {
 		return fmt.Errorf("the mount point %s is not a clean path below the memory root %s", opts.Mountpoint, opts.MemoryRoot)
 	}
 	t := mountTarget{Path: opts.Mountpoint, Root: opts.MemoryRoot, Rel: rel}
+	hold := createMountDir
 	if fd, err := openNoSymlinks(t.Canon()); err == nil {
 		closeFD(fd)
-		return dirmode.TakeUp(opts.Mountpoint, opts.Engine.StoreID, opts.Engine.StateDir)
+		if err := dirmode.TakeUp(opts.Mountpoint, opts.Engine.StoreID, opts.Engine.StateDir); err != nil {
+			return err
+		}
+		hold = adoptMountDir
 	}
-	d, err := createMountDir(t, opts.Engine.StoreID)
+	d, err := hold(t, opts.Engine.StoreID)
 	if err != nil {
 		return err
 	}

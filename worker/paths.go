@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/store"
 )
 
@@ -158,8 +159,10 @@ func below(root, p string) (string, bool) {
 // (docs/operating.md, "Session lifecycle", step 4): a clean absolute path (no ..) under the memory
 // root, reached from the root without crossing a symlink, with nothing at
 // it. A resource without a mount path gets <root>/<slug>. The mount path
-// may name the root as configured or in its canonical form.
-func checkMountPath(root memoryRoot, r store.SessionResource) (mountTarget, error) {
+// may name the root as configured or in its canonical form. In directory
+// mode (mode, the session's resolved mount mode) a folder there that is
+// this state dir's copy of the store is accepted too (takeUpFolder).
+func checkMountPath(root memoryRoot, r store.SessionResource, mode, stateDir string) (mountTarget, error) {
 	p := r.MountPath
 	if p == "" {
 		p = filepath.Join(root.Given, store.Slug(r.Name, r.MemoryStoreID))
@@ -181,9 +184,31 @@ func checkMountPath(root memoryRoot, r store.SessionResource) (mountTarget, erro
 	}
 	defer unix.Close(parent)
 	if err := t.checkFree(parent); err != nil {
-		return mountTarget{}, err
+		if mode != ModeDirectory {
+			return mountTarget{}, err
+		}
+		if err := t.takeUpFolder(parent, r.MemoryStoreID, stateDir, err); err != nil {
+			return mountTarget{}, err
+		}
 	}
 	return t, nil
+}
+
+// takeUpFolder accepts, in directory mode, the folder at the mount path
+// in parent when it is this state dir's copy of the store
+// (dirmode.TakeUp: its marker, and the state dir's baseline of it): a
+// worker killed while it ran left it, and the store's mount takes it up.
+// Anything else stays refused with busy (checkFree's refusal), and, for a
+// folder, why it is not taken up.
+func (t mountTarget) takeUpFolder(parent int, storeID, stateDir string, busy error) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, filepath.Base(t.Rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return busy
+	}
+	if err := dirmode.TakeUp(t.Canon(), storeID, stateDir); err != nil {
+		return fmt.Errorf("%w: %v", busy, err)
+	}
+	return nil
 }
 
 // checkFree fails unless nothing is at the mount path in parent.

@@ -201,7 +201,7 @@ func TestCheckMountPath(t *testing.T) {
 				f := newPathsFixture(t)
 				given, mp := tc.setup(t, f)
 				root := resolved(t, given)
-				got, err := checkMountPath(root, store.SessionResource{MemoryStoreID: "memstore_1", Name: "My Notes", MountPath: mp})
+				got, err := checkMountPath(root, store.SessionResource{MemoryStoreID: "memstore_1", Name: "My Notes", MountPath: mp}, ModeFUSE, "")
 				if tc.canon != "" {
 					if err != nil {
 						t.Fatalf("refused: %v", err)
@@ -240,7 +240,7 @@ func TestCheckMountPathRootSwapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		symlink(t, moved, filepath.Join(f.base, "real"))
-		_, err := checkMountPath(root, store.SessionResource{MemoryStoreID: "memstore_1", MountPath: filepath.Join(f.base, "link", "mem", "notes")})
+		_, err := checkMountPath(root, store.SessionResource{MemoryStoreID: "memstore_1", MountPath: filepath.Join(f.base, "link", "mem", "notes")}, ModeFUSE, "")
 		want := "the memory root " + f.root + " was resolved when the worker started, and now passes through a symbolic link: " + filepath.Join(f.base, "real") + " is a symbolic link to " + moved
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v\nwant it to say %q", err, want)
@@ -252,7 +252,7 @@ func TestCheckMountPathRootSwapped(t *testing.T) {
 // target checks mp below root and fails the test if it is refused.
 func target(t *testing.T, root, mp string) mountTarget {
 	t.Helper()
-	tg, err := checkMountPath(resolved(t, root), store.SessionResource{MemoryStoreID: "memstore_1", MountPath: mp})
+	tg, err := checkMountPath(resolved(t, root), store.SessionResource{MemoryStoreID: "memstore_1", MountPath: mp}, ModeFUSE, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -346,14 +346,10 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 		release()
 		return nil, err
 	}
-	targets := make([]mountTarget, len(rs))
-	for i, r := range rs {
-		t, err := checkMountPath(root, r)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		targets[i] = t
+	mode, targets, err := s.checkTargets(root, rs, log)
+	if err != nil {
+		release()
+		return nil, err
 	}
 	var mounts []*storeMount
 	for i, r := range rs {
@@ -368,6 +364,7 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 			Engine:     s.host.engineOptions(api, sess.ID, r, slog),
 			Mountpoint: p,
 			MemoryRoot: targets[i].Root,
+			Mode:       mode,
 			FS:         fs.MountOptions{AllowOther: s.cfg.AllowOther},
 			Log:        slog,
 			Status:     s.cfg.Status,
@@ -379,12 +376,29 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 			release()
 			return nil, fmt.Errorf("mount memory store %s at %s: %w", r.MemoryStoreID, targets[i], err)
 		}
-		if err := s.host.writeRecord(mountRecord{StoreID: r.MemoryStoreID, SessionID: sess.ID, WorkID: item.ID, MountPath: p, CreatedDir: m.created}); err != nil {
+		if err := s.host.writeRecord(mountRecord{StoreID: r.MemoryStoreID, SessionID: sess.ID, WorkID: item.ID, MountPath: p, CreatedDir: m.created, Mode: m.Mode()}); err != nil {
 			slog.WithError(err).Warn("could not record the mount in the state dir")
 		}
 		mounts = append(mounts, &storeMount{storeID: r.MemoryStoreID, path: p, m: m})
 	}
 	return mounts, nil
+}
+
+// checkTargets resolves the mount mode, then checks every mount path
+// for it: in directory mode a path may hold a killed worker's copy of its
+// store, which the mount takes up.
+func (s *Session) checkTargets(root memoryRoot, rs []store.SessionResource, log logrus.FieldLogger) (mode string, targets []mountTarget, err error) {
+	if mode, err = ChooseMode(s.cfg.MountMode, log); err != nil {
+		return "", nil, err
+	}
+	for _, r := range rs {
+		t, err := checkMountPath(root, r, mode, s.cfg.StateDir)
+		if err != nil {
+			return "", nil, err
+		}
+		targets = append(targets, t)
+	}
+	return mode, targets, nil
 }
 
 // teardown ends every mount in parallel: refuse new writes, final sync

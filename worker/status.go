@@ -18,6 +18,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
 )
@@ -89,6 +90,11 @@ type MountStatus struct {
 	StoreName string `json:"store_name"`
 	// Access is read_only or read_write, from the kernel's mount flags.
 	Access string `json:"access"`
+	// Mode is how the store is shown: ModeFUSE or ModeDirectory.
+	Mode string `json:"mode"`
+	// Directory is what the folder's watch and looks have done (directory
+	// mode only).
+	Directory *dirmode.Stats `json:"directory,omitempty"`
 	MountLabels
 	// LastSyncAgeSeconds is how long before the answer Sync.LastSync was,
 	// so scripts need no clock of their own; absent before the first
@@ -268,7 +274,7 @@ func (s *StatusServer) Status() ProcessStatus {
 		if mi, ok := kernel[m.Dir()]; ok && mi.ReadOnly() || st.ReadOnly {
 			access = "read_only"
 		}
-		ms := MountStatus{Dir: m.Dir(), StoreID: st.StoreID, StoreName: st.StoreName, Access: access, MountLabels: l,
+		ms := MountStatus{Dir: m.Dir(), StoreID: st.StoreID, StoreName: st.StoreName, Access: access, Mode: m.Mode(), Directory: m.folderStats(), MountLabels: l,
 			Conflicts: conflicts[st.StoreID], Covered: mountCovers(m.Covered()), Sync: st}
 		if st.LastSync != nil {
 			age := now.Sub(*st.LastSync).Seconds()

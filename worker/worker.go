@@ -54,6 +54,10 @@ type Config struct {
 	Deletions string
 	// DeleteDelay shortens the 30 s delete rule (tests).
 	DeleteDelay time.Duration
+	// MountMode is how each store is shown (MountOptions.Mode): ModeFUSE
+	// (the default), ModeDirectory, or ModeAuto, resolved once per
+	// session before its mount paths are checked.
+	MountMode string
 	// PollWait is the change feed's long poll (default 25 s).
 	PollWait time.Duration
 	// ReplayAPIKey, when set, replays journals left behind at start.
@@ -123,6 +127,11 @@ func (c *Config) Validate() error {
 	case syncqueue.DeletionsEnabled, syncqueue.DeletionsLogOnly, syncqueue.DeletionsDisabled:
 	default:
 		return fmt.Errorf("memory sync deletions must be enabled, log_only or disabled, not %q", c.Deletions)
+	}
+	if c.MountMode != "" {
+		if _, err := ParseMode(c.MountMode); err != nil {
+			return err
+		}
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()

@@ -124,7 +124,7 @@ missing MOUNTPOINT is an error.
 -o takes mount(8)-style options, comma-separated, each a spelling of a
 flag (a later one wins): ro, rw, uid=N, gid=N, allow_other, api_url=,
 api_key_file=, ca_file=, insecure_http, state_dir=, sync_interval=,
-sync_quiet=, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE] (--mkdir). Options that mount(8) and
+sync_quiet=, mount_mode=, file_mode=, dir_mode=, umask=, x-mount.mkdir[=MODE] (--mkdir). Options that mount(8) and
 systemd keep for themselves (defaults, noauto, nofail, _netdev, user,
 users, x-systemd.*) are ignored; any other is an error naming it. Called
 as mount.memfs (ln -s /usr/local/bin/memfs /sbin/mount.memfs), the

@@ -63,7 +63,7 @@ uploaded first).
 
 OPTIONS are memfs mount's -o options: ro, rw, uid=N, gid=N, allow_other,
 api_url=URL, api_key_file=FILE, ca_file=FILE, insecure_http, state_dir=DIR,
-sync_interval=DUR, sync_quiet=DUR, file_mode=, dir_mode=, umask=,
+sync_interval=DUR, sync_quiet=DUR, mount_mode=, file_mode=, dir_mode=, umask=,
 x-mount.mkdir[=MODE]; defaults, noauto, nofail, _netdev, user, users
 and x-systemd.* are ignored. The mount's log
 is appended to STATE_DIR/log/mount-STORE.log (state_dir=, else

@@ -106,7 +106,7 @@ func parseMountOptions(s string, sloppy bool) (set []flagSetting, ignored, unkno
 			unknown = append(unknown, opt)
 			continue
 		}
-		errs = append(errs, fmt.Sprintf("unknown mount option %q (memfs knows ro, rw, uid=, gid=, allow_other, api_url=, api_key_file=, ca_file=, insecure_http, state_dir=, sync_interval=, sync_quiet=, file_mode=, dir_mode=, umask=, x-mount.mkdir)", opt))
+		errs = append(errs, fmt.Sprintf("unknown mount option %q (memfs knows ro, rw, uid=, gid=, allow_other, api_url=, api_key_file=, ca_file=, insecure_http, state_dir=, sync_interval=, sync_quiet=, mount_mode=, file_mode=, dir_mode=, umask=, x-mount.mkdir)", opt))
 	}
 	if len(errs) > 0 {
 		return set, ignored, unknown, errors.New(strings.Join(errs, "; "))

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
 )
@@ -38,7 +39,7 @@ func statusExample(now time.Time) statusReport {
 		StateDir: "/var/lib/memfs", StateDirs: []string{"/var/lib/memfs", "/var/lib/memfs/state"},
 		Live: []worker.ProcessStatus{{PID: 4242, Command: "/usr/local/bin/memfs worker", StateDir: "/var/lib/memfs", Started: now.Add(-time.Hour),
 			Mounts: []worker.MountStatus{
-				{Dir: "/mnt/memory/customer-preferences", StoreID: store, StoreName: busy.StoreName, Access: "read_write",
+				{Dir: "/mnt/memory/customer-preferences", StoreID: store, StoreName: busy.StoreName, Access: "read_write", Mode: worker.ModeFUSE,
 					MountLabels: worker.MountLabels{SessionID: "sesn_06H2RH0TGR17NGP44DZEJBPVB8", WorkID: "work_06H2RH0TGR17NGP44DZEJBPVB8"},
 					Conflicts:   2, Sync: busy},
 				{Dir: "/mnt/memory/handbook", StoreID: "memstore_06H2RH0TGR17NGP44DZEJBPVB9", StoreName: "Handbook", Access: "read_only",
@@ -78,8 +79,7 @@ func TestStatusText(t *testing.T) {
 		"/mnt/memory/customer-preferences\n",
 		`store       memstore_06H2RH0TGR17NGP44DZEJBPVB8 "Customer preferences of the support team"`,
 		"process     pid 4242 (memfs worker), since 14:04:05 (1h00m ago)",
-		"access      read_write",
-		"session     sesn_06H2RH0TGR17NGP44DZEJBPVB8, work item work_06H2RH0TGR17NGP44DZEJBPVB8",
+		"access      read_write\n  mode        fuse\n  session     sesn_06H2RH0TGR17NGP44DZEJBPVB8, work item work_06H2RH0TGR17NGP44DZEJBPVB8",
 		"pending     7 uploads (1 not journaled yet), 1 delete; journal 120.6 KiB",
 		"content     1200 of 3000 memories fetched; the rest comes in the background, or when read",
 		"now         STORE UNREACHABLE, STATE DIR FULL\n",
@@ -116,6 +116,46 @@ func TestStatusText(t *testing.T) {
 		"CONFLICTS KEPT: 2",
 		"  memstore_06H2RH0TGR17NGP44DZEJBPVB8  2\n",
 		"  20260102T030406123Z-abcd1235  memstore_06H2RH0TGR17NGP44DZEJBPVB8  /notes/b.md",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A directory-mode mount says so, with what its watch and looks did, and
+// lists the files it keeps and never uploads with their reasons.
+func TestStatusTextDirectory(t *testing.T) {
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)
+	sync := syncqueue.Status{StoreID: "memstore_1", PendingUploads: 1, NotUploaded: 2, JournalBytes: 1024, Pending: []syncqueue.PendingChange{
+		{Path: "/new.md", Op: "create", Reason: syncqueue.ReasonWaiting},
+		{Path: "/link", Op: syncqueue.OpNotUploaded, Reason: "a symbolic link: never followed or uploaded"},
+		{Path: "/big.bin", Op: syncqueue.OpNotUploaded, Reason: "larger than a memory may be (200000 bytes, at most 102,400): not uploaded until it is smaller"},
+	}}
+	busy := &dirmode.Stats{Looks: 7, LastLook: now.Add(-3 * time.Second), LastLookMs: 2.54, Overflows: 1, Restored: 3, Redownloads: 2, MarkerProblem: "missing", Watching: true}
+	rep := statusReport{StateDirs: []string{"/s"}, Live: []worker.ProcessStatus{{PID: 7, Command: "memfs mount", Started: now, Mounts: []worker.MountStatus{
+		{Dir: "/mnt/a", StoreID: "memstore_1", Access: "read_write", Mode: worker.ModeDirectory, Directory: busy, Sync: sync},
+		{Dir: "/mnt/b", StoreID: "memstore_2", Access: "read_write", Mode: worker.ModeDirectory, Directory: &dirmode.Stats{}},
+	}}}}
+	var b strings.Builder
+	printStatus(&b, rep, now)
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > statusWidth {
+			t.Errorf("a line of %d columns:\n%s", n, line)
+		}
+	}
+	for _, want := range []string{
+		"  access      read_write\n  mode        directory: plain files, changes found by an inotify watch and a rescan\n" +
+			"  looks       7; the last 15:04:02 (3s ago), took 2.5 ms\n" +
+			"  folder      1 watch overflow, 3 read-only restores, 2 redownloads\n" +
+			"  ERROR       the folder's marker file is missing: no change is taken until it is written again\n",
+		"  pending     1 upload, 0 deletes, 2 files never uploaded; journal 1.0 KiB\n",
+		"    create        /new.md   waiting for the next pass\n",
+		"    not uploaded  /link     a symbolic link: never followed or uploaded\n",
+		"    not uploaded  /big.bin  larger than a memory may be (200000 bytes, at most 102,400): not upload…\n",
+		"/mnt/b\n  store       memstore_2\n  process     pid 7 (memfs mount), since 15:04:05 (0s ago)\n  access      read_write\n" +
+			"  mode        directory: plain files, changes found by the rescan alone (no inotify watch)\n  looks       0\n  pending     0 uploads, 0 deletes; journal 0 B\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the text lacks %q:\n%s", want, out)

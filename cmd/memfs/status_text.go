@@ -105,6 +105,7 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 	field("store", "%s", store)
 	field("process", "pid %d (%s), since %s", p.PID, commandName(p.Command), clock(p.Started, now))
 	field("access", "%s", m.Access)
+	printMode(field, m, now)
 	if m.SessionID != "" || m.WorkID != "" {
 		field("session", "%s, work item %s", orDash(m.SessionID), orDash(m.WorkID))
 	}
@@ -115,7 +116,11 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		if s.PendingUnjournaled > 0 {
 			uploads += fmt.Sprintf(" (%d not journaled yet)", s.PendingUnjournaled)
 		}
-		field("pending", "%s, %s; journal %s", uploads, plural(s.PendingDeletes, "delete"), humanBytes(s.JournalBytes))
+		deletes := plural(s.PendingDeletes, "delete")
+		if s.NotUploaded > 0 {
+			deletes += ", " + plural(s.NotUploaded, "file") + " never uploaded"
+		}
+		field("pending", "%s, %s; journal %s", uploads, deletes, humanBytes(s.JournalBytes))
 	}
 	if c := s.Content; c.Fetched < c.Total {
 		// Mounted from the listing: the content is still coming.
@@ -161,6 +166,34 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		field("damaged", "%s unreadable in the journal at mount; copy kept at %s", humanBytes(s.Damaged.LostBytes), s.Damaged.KeptAt)
 	}
 	printWaiting(out, s.Pending)
+}
+
+// printMode writes how the store is shown: FUSE, or a directory, with
+// what its watch and looks did.
+func printMode(field func(name, format string, args ...any), m worker.MountStatus, now time.Time) {
+	d := m.Directory
+	if d == nil {
+		if m.Mode != "" {
+			field("mode", "%s", m.Mode)
+		}
+		return
+	}
+	found := "an inotify watch and a rescan"
+	if !d.Watching {
+		found = "the rescan alone (no inotify watch)"
+	}
+	field("mode", "directory: plain files, changes found by %s", found)
+	last := ""
+	if !d.LastLook.IsZero() {
+		last = fmt.Sprintf("; the last %s, took %.1f ms", clock(d.LastLook, now), d.LastLookMs)
+	}
+	field("looks", "%d%s", d.Looks, last)
+	if d.Overflows+d.Restored+d.Redownloads > 0 {
+		field("folder", "%s, %s, %s", plural(d.Overflows, "watch overflow"), plural(d.Restored, "read-only restore"), plural(d.Redownloads, "redownload"))
+	}
+	if d.MarkerProblem != "" {
+		field("ERROR", "the folder's marker file is %s: no change is taken until it is written again", d.MarkerProblem)
+	}
 }
 
 // troubles are what is wrong with a mount now, for its "now" line.

@@ -218,10 +218,8 @@ func runDemo(ctx context.Context, aborted <-chan struct{}, a upArgs, apiURL, adm
 	status := startStatus(stateDir, log)
 	defer status.Close()
 	tools := a.tools(log)
-	cfg := worker.Config{APIURL: apiURL, AllowInsecureHTTP: true, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
-		MemoryRoot: a.memoryRoot, StateDir: stateDir, Interval: a.interval, Quiet: a.quiet, Log: log, Status: status,
-		Deletions: a.sf.deletions, DeleteDelay: a.sf.deleteDelay,
-		Owner: a.owner, AllowOther: a.allowOther, Metrics: wm, OnLoad: onLoad, Tools: tools}
+	cfg := a.workerConfig(apiURL, st, log)
+	cfg.Status, cfg.Metrics, cfg.OnLoad, cfg.Tools = status, wm, onLoad, tools
 	// The demo session's end, as the worker reports it: before the mount,
 	// its error is why up fails.
 	demoEnded := sessionEnded(&cfg, sess.ID)
@@ -256,6 +254,16 @@ func runDemo(ctx context.Context, aborted <-chan struct{}, a upArgs, apiURL, adm
 	}
 	fmt.Println("memfs up: stopped; nothing is left mounted.")
 	return nil
+}
+
+// workerConfig is the demo worker's configuration from up's flags, for
+// the environment st at apiURL (its status, metrics, progress and tools
+// are added by runDemo).
+func (a upArgs) workerConfig(apiURL string, st upState, log *logrus.Logger) worker.Config {
+	return worker.Config{APIURL: apiURL, AllowInsecureHTTP: true, EnvironmentID: st.EnvironmentID, EnvironmentKey: st.EnvironmentKey,
+		MemoryRoot: a.memoryRoot, StateDir: a.sf.stateDir, Interval: a.interval, Quiet: a.quiet, Log: log,
+		Deletions: a.sf.deletions, DeleteDelay: a.sf.deleteDelay, MountMode: a.sf.mountMode,
+		Owner: a.owner, AllowOther: a.allowOther}
 }
 
 // tools are the demo session's tools options with --run-tools, else nil.

@@ -80,7 +80,7 @@ func (f *workerFlags) config(log *logrus.Logger) (worker.Config, error) {
 		return worker.Config{}, err
 	}
 	cfg := worker.Config{APIURL: f.apiURL, CAFile: tls.caFile, AllowInsecureHTTP: tls.insecureHTTP, MemoryRoot: f.memoryRoot, StateDir: f.stateDir, Interval: interval, Quiet: quiet,
-		Deletions: f.deletions, DeleteDelay: f.deleteDelay, ReplayAPIKey: replayKey, Log: log,
+		Deletions: f.deletions, DeleteDelay: f.deleteDelay, MountMode: f.mountMode, ReplayAPIKey: replayKey, Log: log,
 		Owner: owner, OwnerFromMemoryRoot: !ownerGiven, AllowOther: allowOther}
 	if cfg.OnLoad, err = loadProgress(os.Stderr); err != nil {
 		return cfg, err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/syncqueue"
 )
 
@@ -25,6 +26,31 @@ var (
 		[]string{"store_id"}, nil)
 	unreachableDesc = prometheus.NewDesc("memfs_sync_store_unreachable",
 		"1 while the store does not answer this mount (an outage), else 0.", []string{"store_id"}, nil)
+	notUploadedDesc = prometheus.NewDesc("memfs_sync_not_uploaded",
+		"Files the mount keeps and never uploads (a directory's symbolic links, FIFOs, hard links, names no memory can have, files over a memory's size): memfs status lists each with its reason.",
+		[]string{"store_id"}, nil)
+)
+
+// What each mounted store is shown as, and what a directory's watch and
+// looks have done (dirmode.Stats), read at every scrape.
+var (
+	modeDesc = prometheus.NewDesc("memfs_mount_mode",
+		"1 for the mode the store is shown in: fuse (a FUSE mount) or directory (plain files in its mount path, watched).",
+		[]string{"store_id", "mode"}, nil)
+	dirLooksDesc = prometheus.NewDesc("memfs_directory_looks_total",
+		"Looks at the store's folder (directory mode): for an inotify event, a rescan, a sync.", []string{"store_id"}, nil)
+	dirLastLookDesc = prometheus.NewDesc("memfs_directory_last_look_duration_seconds",
+		"How long the last look at the store's folder took (directory mode).", []string{"store_id"}, nil)
+	dirOverflowsDesc = prometheus.NewDesc("memfs_directory_watch_overflows_total",
+		"Times the folder's inotify queue overflowed (directory mode): events were lost and the whole folder looked at.", []string{"store_id"}, nil)
+	dirRestoredDesc = prometheus.NewDesc("memfs_directory_read_only_restores_total",
+		"Files of a read-only store changed, moved, removed or added in its folder, and put back as the store holds them (directory mode).", []string{"store_id"}, nil)
+	dirRedownloadsDesc = prometheus.NewDesc("memfs_directory_redownloads_total",
+		"Times the store's folder was removed or replaced and the store downloaded into it again (directory mode).", []string{"store_id"}, nil)
+	dirMarkerDesc = prometheus.NewDesc("memfs_directory_marker_problem",
+		"1 while the folder's marker file is missing or altered (directory mode: no change is taken from the folder meanwhile), else 0.", []string{"store_id"}, nil)
+	dirWatchingDesc = prometheus.NewDesc("memfs_directory_watching",
+		"1 while inotify watches the folder, 0 when its changes are found by the rescan alone (directory mode).", []string{"store_id"}, nil)
 )
 
 // reasonOrder is every reason label, in a fixed order.
@@ -43,7 +69,8 @@ type levels struct{ m *Metrics }
 
 // Describe implements prometheus.Collector.
 func (levels) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pendingUploadsDesc, pendingDeletesDesc, pendingChangesDesc, journalBytesDesc, lastSyncDesc, unreachableDesc} {
+	for _, d := range []*prometheus.Desc{pendingUploadsDesc, pendingDeletesDesc, pendingChangesDesc, journalBytesDesc, lastSyncDesc, unreachableDesc,
+		notUploadedDesc, modeDesc, dirLooksDesc, dirLastLookDesc, dirOverflowsDesc, dirRestoredDesc, dirRedownloadsDesc, dirMarkerDesc, dirWatchingDesc} {
 		ch <- d
 	}
 }
@@ -56,7 +83,37 @@ func (l levels) Collect(ch chan<- prometheus.Metric) {
 			continue // not mounted yet, or gone
 		}
 		collectStatus(ch, s.id, status())
+		if mode, folder := s.shown(); mode != "" {
+			collectMode(ch, s.id, mode, folder)
+		}
 	}
+}
+
+// collectMode reports the store's mode and, for a directory, its stats.
+func collectMode(ch chan<- prometheus.Metric, id, mode string, folder func() dirmode.Stats) {
+	ch <- prometheus.MustNewConstMetric(modeDesc, prometheus.GaugeValue, 1, id, mode)
+	if folder == nil {
+		return
+	}
+	st := folder()
+	metric := func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, id)
+	}
+	metric(dirLooksDesc, prometheus.CounterValue, float64(st.Looks))
+	metric(dirLastLookDesc, prometheus.GaugeValue, st.LastLookMs/1000)
+	metric(dirOverflowsDesc, prometheus.CounterValue, float64(st.Overflows))
+	metric(dirRestoredDesc, prometheus.CounterValue, float64(st.Restored))
+	metric(dirRedownloadsDesc, prometheus.CounterValue, float64(st.Redownloads))
+	metric(dirMarkerDesc, prometheus.GaugeValue, bit(st.MarkerProblem != ""))
+	metric(dirWatchingDesc, prometheus.GaugeValue, bit(st.Watching))
+}
+
+// bit is 1 for true, 0 for false.
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func collectStatus(ch chan<- prometheus.Metric, id string, st syncqueue.Status) {
@@ -66,9 +123,12 @@ func collectStatus(ch chan<- prometheus.Metric, id string, st syncqueue.Status) 
 	byReason := make(map[string]int, len(reasonOrder))
 	uploads, deletes := 0, 0
 	for _, p := range st.Pending {
-		if p.Op == "delete" {
+		switch p.Op {
+		case syncqueue.OpNotUploaded:
+			continue // no upload waits: memfs_sync_not_uploaded
+		case "delete":
 			deletes++
-		} else {
+		default:
 			uploads++ // create, update, move, unjournaled
 		}
 		byReason[reasonLabel(p.Reason)]++
@@ -82,9 +142,6 @@ func collectStatus(ch chan<- prometheus.Metric, id string, st syncqueue.Status) 
 	if st.LastSync != nil {
 		gauge(lastSyncDesc, float64(st.LastSync.UnixNano())/1e9)
 	}
-	down := 0.0
-	if st.Unreachable {
-		down = 1
-	}
-	gauge(unreachableDesc, down)
+	gauge(unreachableDesc, bit(st.Unreachable))
+	gauge(notUploadedDesc, float64(st.NotUploaded))
 }

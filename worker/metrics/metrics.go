@@ -34,6 +34,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
@@ -205,6 +206,8 @@ type Store struct {
 	done     bool                          // GUARDED_BY(mu)
 	failures map[string]prometheus.Counter // by reason label; GUARDED_BY(mu)
 	status   func() syncqueue.Status       // GUARDED_BY(mu); nil until Watch
+	mode     string                        // GUARDED_BY(mu); "" until Shown
+	folder   func() dirmode.Stats          // GUARDED_BY(mu); nil but for a directory
 }
 
 var _ worker.StoreMetrics = (*Store)(nil)
@@ -285,6 +288,13 @@ func (s *Store) Watch(status func() syncqueue.Status) {
 	s.status = status
 }
 
+// Shown implements worker.StoreMetrics.
+func (s *Store) Shown(mode string, folder func() dirmode.Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode, s.folder = mode, folder
+}
+
 // Covered implements worker.StoreMetrics.
 func (s *Store) Covered(n int) {
 	s.mu.Lock()
@@ -299,7 +309,7 @@ func (s *Store) Covered(n int) {
 // dropped.
 func (s *Store) Done() {
 	s.mu.Lock()
-	s.done, s.status = true, nil
+	s.done, s.status, s.folder = true, nil, nil
 	s.mu.Unlock()
 	m := s.m
 	m.mu.Lock()
@@ -320,6 +330,14 @@ func (s *Store) statusFunc() func() syncqueue.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
+}
+
+// shown is what Shown gave: the mode ("" before it) and, for a
+// directory, its stats (nil after Done).
+func (s *Store) shown() (string, func() dirmode.Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode, s.folder
 }
 
 // outcome is how a pass went, as memfs_sync_passes_total counts it.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
@@ -190,6 +191,66 @@ func TestStoreMetrics(t *testing.T) {
 	}
 	if sample(t, reg, "memfs_fuse_operation_duration_seconds", map[string]string{"store_id": "memstore_b", "op": "read"}) == nil {
 		t.Error("Done of one store dropped another's series")
+	}
+}
+
+// TestModeMetrics: each mounted store says its mode, once mounted; a
+// directory's stats are read at each scrape; files never uploaded are
+// counted apart from the uploads that wait.
+func TestModeMetrics(t *testing.T) {
+	m, reg := newTestMetrics(t)
+	dir, fuse := m.Store("memstore_d"), m.Store("memstore_f")
+	d1, f1 := map[string]string{"store_id": "memstore_d"}, map[string]string{"store_id": "memstore_f"}
+	mode := func(id, mode string) map[string]string { return map[string]string{"store_id": id, "mode": mode} }
+	st := syncqueue.Status{Pending: []syncqueue.PendingChange{
+		{Path: "/a", Op: "create", Reason: syncqueue.ReasonWaiting},
+		{Path: "/link", Op: syncqueue.OpNotUploaded, Reason: "a symbolic link: never followed or uploaded"},
+		{Path: "/big", Op: syncqueue.OpNotUploaded, Reason: "larger than a memory may be"},
+	}, NotUploaded: 2}
+	dir.Watch(func() syncqueue.Status { return st })
+	fuse.Watch(func() syncqueue.Status { return syncqueue.Status{} })
+	if sample(t, reg, "memfs_mount_mode", d1) != nil {
+		t.Error("a mode before the mount said it")
+	}
+	stats := dirmode.Stats{Looks: 7, LastLookMs: 2.5, Overflows: 1, Restored: 3, Redownloads: 2, MarkerProblem: "missing", Watching: true}
+	scrapes := 0
+	dir.Shown(worker.ModeDirectory, func() dirmode.Stats { scrapes++; return stats })
+	fuse.Shown(worker.ModeFUSE, nil)
+
+	if v := value(t, reg, "memfs_mount_mode", mode("memstore_d", "directory")); v != 1 {
+		t.Errorf("memfs_mount_mode{directory} = %v, want 1", v)
+	}
+	if v := value(t, reg, "memfs_mount_mode", mode("memstore_f", "fuse")); v != 1 {
+		t.Errorf("memfs_mount_mode{fuse} = %v, want 1", v)
+	}
+	if sample(t, reg, "memfs_mount_mode", mode("memstore_d", "fuse")) != nil || sample(t, reg, "memfs_mount_mode", mode("memstore_f", "directory")) != nil {
+		t.Error("a store has a series for a mode it is not in")
+	}
+	for name, want := range map[string]float64{"memfs_directory_looks_total": 7, "memfs_directory_last_look_duration_seconds": 0.0025,
+		"memfs_directory_watch_overflows_total": 1, "memfs_directory_read_only_restores_total": 3, "memfs_directory_redownloads_total": 2,
+		"memfs_directory_marker_problem": 1, "memfs_directory_watching": 1, "memfs_sync_not_uploaded": 2, "memfs_sync_pending_uploads": 1} {
+		if v := value(t, reg, name, d1); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+		if strings.HasPrefix(name, "memfs_directory_") && sample(t, reg, name, f1) != nil {
+			t.Errorf("the FUSE mount has %s", name)
+		}
+	}
+	if v := value(t, reg, "memfs_sync_pending_changes", map[string]string{"store_id": "memstore_d", "reason": "other"}); v != 0 {
+		t.Errorf("the files never uploaded counted as pending changes of reason other: %v", v)
+	}
+	stats.MarkerProblem, stats.Watching, stats.Looks = "", false, 8
+	for name, want := range map[string]float64{"memfs_directory_marker_problem": 0, "memfs_directory_watching": 0, "memfs_directory_looks_total": 8} {
+		if v := value(t, reg, name, d1); v != want {
+			t.Errorf("%s = %v after a change, want %v", name, v, want)
+		}
+	}
+	if scrapes == 0 {
+		t.Error("the directory's stats were not read")
+	}
+	dir.Done()
+	if sample(t, reg, "memfs_mount_mode", d1) != nil || sample(t, reg, "memfs_directory_looks_total", d1) != nil {
+		t.Error("after Done the directory's mode or stats are still exported")
 	}
 }
 
