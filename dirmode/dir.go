@@ -283,7 +283,13 @@ func (d *Dir) Unjournaled() map[string]error {
 func (d *Dir) RetryUnjournaled() (left int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.unjournaled) == 0 || !d.started {
+	waiting := 0
+	for _, e := range d.unjournaled {
+		if !isSkipped(e) {
+			waiting++
+		}
+	}
+	if waiting == 0 || !d.started {
 		return 0, nil
 	}
 	d.lookLocked(true)

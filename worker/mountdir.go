@@ -104,6 +104,14 @@ func (d *mountDir) verify(storeID string) error {
 	return nil
 }
 
+// release closes the parent's descriptor, leaving the directory.
+func (d *mountDir) release() {
+	if d.parent >= 0 {
+		unix.Close(d.parent)
+		d.parent = -1
+	}
+}
+
 // remove removes the directory if it is still the one created and is
 // empty, and closes its parent. A directory that holds files is left.
 func (d *mountDir) remove() error {

@@ -180,6 +180,8 @@ func (m *Mounted) closeFolder(ctx context.Context) error {
 	cancel()
 	if len(left) == 0 {
 		m.removeDir()
+	} else if m.dir != nil {
+		m.dir.release() // the folder stays: only its parent's descriptor goes
 	}
 	m.log.Info("memory store's folder closed")
 	return jerr

@@ -21,6 +21,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/memfs/memfs/worker"
 	"io"
 	"os"
 	"os/exec"
@@ -183,10 +184,14 @@ func runMountHelper(args []string) int {
 			if s.name == "state-dir" {
 				stateDir = s.value
 			}
+			if s.name == "mount-mode" && s.value != worker.ModeFUSE {
+				return exitStatus(name, usagef("-o mount_mode=%s: %s mounts with FUSE (a folder is not a mount fstab or systemd could see); for directory mode run memfs mount --mount-mode directory", s.value, name))
+			}
 		}
 		kept = append(kept, dropOptions(o, unknown))
 	}
-	childArgs := []string{"mount", "--store", h.store}
+	// mount(8) waits for a mount: never a folder in its place.
+	childArgs := []string{"mount", "--mount-mode", worker.ModeFUSE, "--store", h.store}
 	if o := strings.Join(nonEmpty(kept), ","); o != "" {
 		childArgs = append(childArgs, "-o", o)
 	}

@@ -242,9 +242,11 @@ func TestMountHelperChecksFirst(t *testing.T) {
 		{args: []string{"memstore_1", dir, "-o", "ro,bogus"}, code: 2, stderr: `unknown mount option "bogus"`},
 		{args: []string{"/dev/sdb1", dir}, code: 2, stderr: "memory store id"},
 		{args: []string{"memstore_1", dir, "-f", "-v", "-o", "ro,noauto,_netdev", "-o", "uid=5"}, code: 0,
-			stdout: "would run memfs mount --store memstore_1 -o ro,noauto,_netdev,uid=5 -- " + dir},
+			stdout: "would run memfs mount --mount-mode fuse --store memstore_1 -o ro,noauto,_netdev,uid=5 -- " + dir},
 		{args: []string{"memstore_1", dir, "-fsv", "-o", "bogus,ro,noexec"}, code: 0,
-			stdout: "would run memfs mount --store memstore_1 -o ro -- " + dir, stderr: `ignoring unknown option "bogus"`},
+			stdout: "would run memfs mount --mount-mode fuse --store memstore_1 -o ro -- " + dir, stderr: `ignoring unknown option "bogus"`},
+		{args: []string{"memstore_1", dir, "-f", "-o", "mount_mode=directory"}, code: 2, stderr: "mounts with FUSE"},
+		{args: []string{"memstore_1", dir, "-f", "-o", "mount_mode=auto"}, code: 2, stderr: "memfs mount --mount-mode directory"},
 		{args: []string{"--help"}, code: 0, stdout: "Usage: mount.memfs STORE MOUNTPOINT"},
 	} {
 		r := runAs(t, mountHelperName, []string{"MEMFS_STATE_DIR=" + t.TempDir()}, tc.args...)
