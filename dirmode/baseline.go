@@ -46,10 +46,14 @@ func recOf(fileID, p, sha string, st unix.Stat_t) rec {
 	return rec{FileID: fileID, Path: p, SHA: sha, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino, Dev: uint64(st.Dev)}
 }
 
-// matches says whether st shows the file as recorded.
-func (r rec) matches(st unix.Stat_t) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && r.Ino == st.Ino && r.Dev == uint64(st.Dev) &&
-		r.Size == st.Size && r.Mtime == st.Mtim.Nano() && r.Ctime == st.Ctim.Nano()
+// matches says whether st (a regular file's) shows the file as recorded.
+func (r rec) matches(st fileStat) bool {
+	return r.Ino == st.ino && r.Dev == st.dev && r.Size == st.size && r.Mtime == st.mtime && r.Ctime == st.ctime
+}
+
+// matchesFile is matches for a full stat, which may be of anything.
+func (r rec) matchesFile(st unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && r.matches(statOf(st))
 }
 
 // baseline is the file's content.

@@ -35,7 +35,7 @@ func (d *Dir) lookLocked(explicit bool) (again bool) {
 	if !d.checkRoot() {
 		return true
 	}
-	dk, err := walk(d.root, d.watchDir)
+	dk, err := walk(d.root, d.byPath, d.watchDir)
 	if err != nil {
 		d.log.WithError(err).Error("the store's folder can't be read: its changes wait")
 		return true
@@ -103,7 +103,7 @@ func (t *taker) takeChange(e *entry) {
 	if !ok {
 		return
 	}
-	if e.lazy && e.rec != nil && e.rec.matches(st) {
+	if e.lazy && e.rec != nil && e.rec.matchesFile(st) {
 		return // as last recorded, and the store changed since: Fill writes the store's
 	}
 	if sha == e.sha || (e.rec != nil && sha == e.rec.SHA && !e.lazy) {

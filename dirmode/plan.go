@@ -34,6 +34,7 @@ type entry struct {
 	// Open, until Begin: written then if the folder lost the file (a
 	// clean end removes what the journal still holds).
 	replayed []byte
+	seen     uint64 // the last look that found it as recorded (disk.gen)
 }
 
 // move is an entry's file found at another path.
@@ -54,40 +55,55 @@ type lookPlan struct {
 
 type inoKey struct{ dev, ino uint64 }
 
-// planLook compares the folder with the entries.
+// planLook compares the folder with the entries. Most files are as
+// recorded (an idle rescan: all of them): the walk settled those, and
+// only the rest is matched here.
 func planLook(byPath map[string]*entry, d *disk) lookPlan {
-	byIno := make(map[inoKey]*entry, len(byPath))
+	pl := lookPlan{present: d.present}
+	if d.settled == len(byPath) && len(d.files) == 0 {
+		pl.sort()
+		return pl // every file as recorded, and nothing else
+	}
+	var open []*entry // entries not settled: changed, moved or gone
 	for _, e := range byPath {
+		if e.seen != d.gen || d.gen == 0 {
+			open = append(open, e)
+		}
+	}
+	pl.planRest(byPath, d, d.files, open)
+	pl.sort()
+	return pl
+}
+
+// planRest plans the files and entries the first pass did not settle.
+func (pl *lookPlan) planRest(byPath map[string]*entry, d *disk, rest map[string]fileStat, open []*entry) {
+	byIno := make(map[inoKey]*entry, len(open))
+	for _, e := range open {
 		if e.rec != nil {
 			byIno[inoKey{e.rec.Dev, e.rec.Ino}] = e
 		}
 	}
-	var pl lookPlan
 	moved := map[*entry]bool{}
 	movedTo := map[string]*entry{}
-	for p, st := range d.files {
-		o := byIno[inoKey{uint64(st.Dev), st.Ino}]
-		if o == nil || o.path == p || o.rec.Size != st.Size || o.rec.Mtime != st.Mtim.Nano() {
+	for p, st := range rest {
+		o := byIno[inoKey{st.dev, st.ino}]
+		if o == nil || o.path == p || o.rec.Size != st.size || o.rec.Mtime != st.mtime {
 			continue // not a move: a rename changes neither (an inode reused by a new file does)
 		}
-		if at, ok := d.files[o.path]; ok && at.Ino == st.Ino && at.Dev == st.Dev {
+		if at, ok := d.files[o.path]; ok && at.ino == st.ino && at.dev == st.dev {
 			continue // one inode at two paths: a hard link, skipped by walk
 		}
 		moved[o], movedTo[p] = true, o
 		pl.moves = append(pl.moves, move{e: o, to: p})
 	}
+	replaced := map[*entry]bool{}
 	for i, m := range pl.moves {
 		if r := byPath[m.to]; r != nil && !moved[r] {
 			pl.moves[i].replaced = r
+			replaced[r] = true
 		}
 	}
-	replaced := map[*entry]bool{}
-	for _, m := range pl.moves {
-		if m.replaced != nil {
-			replaced[m.replaced] = true
-		}
-	}
-	for p, st := range d.files {
+	for p, st := range rest {
 		if movedTo[p] != nil {
 			continue
 		}
@@ -103,17 +119,15 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 			pl.changed = append(pl.changed, e)
 		}
 	}
-	for p, e := range byPath {
+	for _, e := range open {
 		if moved[e] || replaced[e] {
 			continue
 		}
-		if _, ok := d.files[p]; ok || e.rec == nil || under(p, d.blind) {
+		if _, ok := d.files[e.path]; ok || e.rec == nil || under(e.path, d.blind) || (d.gen != 0 && e.seen == d.gen) {
 			continue
 		}
 		pl.deleted = append(pl.deleted, e)
 	}
-	pl.sort()
-	return pl
 }
 
 // sort puts each list in path order: a look takes changes in the same

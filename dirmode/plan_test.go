@@ -77,7 +77,11 @@ func TestPlanLook(t *testing.T) {
 			for _, e := range c.entries {
 				byPath[e.path] = e
 			}
-			got := describe(planLook(byPath, &disk{files: c.files, blind: c.blind}))
+			files := map[string]fileStat{}
+			for p, st := range c.files {
+				files[p] = statOf(st)
+			}
+			got := describe(planLook(byPath, &disk{files: files, blind: c.blind}))
 			if got != c.want {
 				t.Fatalf("got %q\nwant %q", got, c.want)
 			}

@@ -15,19 +15,28 @@ const tmpPrefix = ".memfs-tmp-"
 
 // disk is what one look found in the folder.
 type disk struct {
-	files   map[string]unix.Stat_t // regular files by store path
+	files   map[string]fileStat    // regular files by store path
 	dirs    map[string]unix.Stat_t // directories below the root, by store path
 	skipped map[string]string      // what is never uploaded, by path, with why
 	marker  *unix.Stat_t           // the marker file's stat, nil when missing
 	leftTmp []string               // temporary files of a write a crash cut short
 	blind   []string               // folders that could not be read, and hard links: nothing at or below them is gone
+	known   map[string]*entry      // paths whose names are a memory's already
+	gen     uint64                 // this look, marked on the entries it settled
+	settled int                    // files as their entries recorded them (not in files)
+	present []*entry               // settled, waiting for content the folder holds as recorded
 }
 
-// walk lists the folder below root. onDir is called with each directory's
+// lookGen numbers the walks (under the Dir's lock, which every walk holds).
+var lookGen uint64
+
+// walk lists the folder below root. Files as their entry (in known)
+// recorded them are only counted (disk.settle); the others are listed. onDir is called with each directory's
 // store path and an open descriptor of it (the root's first), for the
-// watch.
-func walk(root int, onDir func(p string, fd int)) (*disk, error) {
-	d := &disk{files: map[string]unix.Stat_t{}, dirs: map[string]unix.Stat_t{}, skipped: map[string]string{}}
+// watch. A name at a known path is not checked again.
+func walk(root int, known map[string]*entry, onDir func(p string, fd int)) (*disk, error) {
+	lookGen++
+	d := &disk{files: map[string]fileStat{}, dirs: map[string]unix.Stat_t{}, skipped: map[string]string{}, known: known, gen: lookGen}
 	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -62,18 +71,21 @@ func (d *disk) walkDir(fd int, p string, onDir func(string, int)) error {
 			continue
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-		if _, err := fs.CheckName(p, name, isDir); err != nil {
+		if _, err := d.checkName(p, name, cp, isDir); err != nil {
 			d.skipped[cp] = "its name can't be a memory path: " + err.Error()
 			continue
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
+			if d.settle(cp, st) {
+				continue
+			}
 			if st.Nlink > 1 {
 				d.skipped[cp] = "a hard link (the same file has another name, maybe outside the store): never uploaded"
 				d.blind = append(d.blind, cp) // not gone either: a store file linked elsewhere stays the store's
 				continue
 			}
-			d.files[cp] = st
+			d.files[cp] = statOf(st)
 		case unix.S_IFDIR:
 			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err == nil {
@@ -91,6 +103,40 @@ func (d *disk) walkDir(fd int, p string, onDir func(string, int)) error {
 		}
 	}
 	return nil
+}
+
+// settle reports a regular file at a known path that is as its entry
+// recorded it (most of them, each look: all of them when idle), marking
+// the entry seen in this look (gen) instead of keeping the file's stat.
+func (d *disk) settle(p string, st unix.Stat_t) bool {
+	e := d.known[p]
+	if e == nil || e.rec == nil || st.Nlink > 1 || e.rec.SHA != e.sha || !e.rec.matches(statOf(st)) {
+		return false
+	}
+	e.seen = d.gen
+	d.settled++
+	if e.lazy {
+		d.present = append(d.present, e)
+	}
+	return true
+}
+
+// checkName is fs.CheckName, skipped for a file at a path a memory has.
+func (d *disk) checkName(dir, name, p string, isDir bool) (string, error) {
+	if !isDir && d.known[p] != nil {
+		return p, nil
+	}
+	return fs.CheckName(dir, name, isDir)
+}
+
+// fileStat is what a look keeps of a file's stat: what tells a change.
+type fileStat struct {
+	ino, dev           uint64
+	size, mtime, ctime int64
+}
+
+func statOf(st unix.Stat_t) fileStat {
+	return fileStat{ino: st.Ino, dev: uint64(st.Dev), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
 // join is the store path of name in the folder with store path dir.

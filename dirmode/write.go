@@ -114,7 +114,7 @@ func (d *Dir) applyDelete(cur *entry) error {
 			st, serr := lstatAt(fd, name)
 			switch {
 			case isNotExist(serr):
-			case serr == nil && cur.rec.matches(st):
+			case serr == nil && cur.rec.matchesFile(st):
 				if err := unix.Unlinkat(fd, name, 0); err != nil && !isNotExist(err) {
 					return err
 				}
@@ -154,7 +154,7 @@ func (d *Dir) place(cur *entry, p string, content []byte) (unix.Stat_t, error) {
 			return none, fmt.Errorf("a folder stands at %s", p)
 		case unix.S_IFREG:
 			o := d.byPath[p]
-			if !ro && (o == nil || o.rec == nil || !o.rec.matches(there)) {
+			if !ro && (o == nil || o.rec == nil || !o.rec.matchesFile(there)) {
 				d.lookLocked(true)
 				return none, errUnseen
 			}
@@ -197,7 +197,7 @@ func (d *Dir) asRecorded(e *entry) bool {
 	if isNotExist(err) {
 		return true
 	}
-	return err == nil && e.rec.matches(st)
+	return err == nil && e.rec.matchesFile(st)
 }
 
 // removeRecorded removes e's file at its path (checked as recorded by the
