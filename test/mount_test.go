@@ -27,9 +27,11 @@ import (
 // does is deterministic.
 
 // TestMountShellFlows: what a person does in a shell on the mount reaches
-// the store, and Ctrl-C ends it cleanly.
-func TestMountShellFlows(t *testing.T) {
-	e := newMtEnv(t, map[string]string{
+// the store, and Ctrl-C ends it cleanly; in both modes.
+func TestMountShellFlows(t *testing.T) { mtInModes(t, testMountShellFlows) }
+
+func testMountShellFlows(t *testing.T, mode string) {
+	e := newMtEnvIn(t, mode, map[string]string{
 		"/keep.md":                     "keep\n",
 		"/notes/todo.md":               "- buy milk\n- call Bob\n",
 		"/notes/ideas.md":              "idea: fuse\n",
@@ -87,6 +89,7 @@ func TestMountShellFlows(t *testing.T) {
 	if got := e.contents(); got["/old/a.md"] != "old a\n" || got["/old/deep/b.md"] != "needle in old\n" {
 		t.Errorf("a delete was sent by the pass that first saw it:\n%s", mtDiff(got, want))
 	}
+	e.checkSynced(m, want, true)
 	mtLetDeleteDelayPass()
 	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "deleted": 2, "failed": 0, "left": 0})
 	e.waitStore(want)
@@ -105,15 +108,21 @@ func TestMountShellFlows(t *testing.T) {
 		t.Errorf("ls after the syncs = %q (the empty directory stays local)", got)
 	}
 
-	// Written after the last pass: Ctrl-C's final sync uploads it.
-	mtMustSh(t, dir, "echo last > notes/last.md")
+	// Written and renamed after the last pass: Ctrl-C's final sync
+	// uploads them; the renamed file keeps its memory.
+	mtMustSh(t, dir, "echo last > notes/last.md && mv keep.md kept.md")
 	want["/notes/last.md"] = "last\n"
+	delete(want, "/keep.md")
+	want["/kept.md"] = "keep\n"
 	mtStop(t, m)
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the mount directory memfs mount created is still there (%v)", err)
 	}
 	if got := e.contents(); !maps.Equal(got, want) {
 		t.Errorf("the store after the end:\n%s", mtDiff(got, want))
+	}
+	if id := e.memories()["/kept.md"].ID; id != before["/keep.md"].ID {
+		t.Errorf("/kept.md: memory id %s after mv, want %s (kept)", id, before["/keep.md"].ID)
 	}
 }
 
