@@ -11,8 +11,12 @@ import (
 //
 //   - a file whose stat (inode, size, mtime, ctime) is its entry's record
 //     is unchanged;
-//   - an entry's inode found at another path is a move there (a file its
-//     target held goes as deleted, in the same change);
+//   - an entry's inode found at another path, with the size and mtime
+//     recorded (a rename changes neither), is a move there (a file its
+//     target held goes as deleted, in the same change); an inode number
+//     alone is no proof: a file removed (sed -i, an editor's save by
+//     rename) frees its number, and the filesystem gives it to the next
+//     file made, anywhere;
 //   - a file at an entry's path, moved there or not, whose stat differs is
 //     a change of that entry's file (an editor's save by rename keeps the
 //     file);
@@ -66,7 +70,7 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 	for _, p := range sortedPaths(d.files) {
 		st := d.files[p]
 		o := byIno[inoKey{uint64(st.Dev), st.Ino}]
-		if o == nil || o.path == p {
+		if o == nil || o.path == p || st.Size != o.rec.Size || st.Mtim.Nano() != o.rec.Mtime {
 			continue
 		}
 		if at, ok := d.files[o.path]; ok && at.Ino == st.Ino && at.Dev == st.Dev {
