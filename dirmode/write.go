@@ -152,8 +152,10 @@ func (d *Dir) place(cur *entry, p string, content []byte) (unix.Stat_t, error) {
 		case unix.S_IFDIR:
 			return none, fmt.Errorf("a folder stands at %s", p)
 		case unix.S_IFREG:
+			// A read-only store's folder keeps no local change: what
+			// stands there is replaced (restoreReadOnly asked for it).
 			o := d.byPath[p]
-			if o == nil || o.rec == nil || !o.rec.matches(there) {
+			if !d.fo.ReadOnly && (o == nil || o.rec == nil || !o.rec.matches(there)) {
 				d.lookLocked(true)
 				return none, errUnseen
 			}
