@@ -415,26 +415,38 @@ func mtInModes(t *testing.T, body func(t *testing.T, mode string)) {
 	}
 }
 
-// checkSynced asserts the sync invariant on the running mount m, after a
-// fault: every file it holds (local: path -> content, the marker left
-// out) is in the store with that content, or pending in memfs status with
-// a reason, or kept in the conflict log (memfs conflicts list); and every
-// memory of the store it does not hold is pending as a delete or a move,
-// unless gone is false (deletes that are not sent: log_only, disabled).
+// checkSynced asserts the sync invariant on e's running mount m
+// (mtCheckSynced).
 func (e *mtEnv) checkSynced(m *harness.Mount, local map[string]string, gone bool) {
 	e.t.Helper()
-	t := e.t
-	stored := e.contents()
-	ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir)
-	pending := map[string]syncqueue.PendingChange{}
-	for _, c := range ms.Sync.Pending {
-		pending[c.Path] = c
+	mtCheckSynced(e.t, e.cl, e.storeID, e.stateDir, m.Dir, local, gone)
+}
+
+// mtCheckSynced asserts the sync invariant on the running mount of
+// storeID at dir with stateDir, after a fault: every file it holds
+// (local: path -> content, the marker left out) is in the store with
+// that content, or pending in memfs status with a reason, or kept in the
+// conflict log (memfs conflicts list); and, when gone, every memory of
+// the store it does not hold is pending as a delete or a move (gone is
+// false where deletes are not sent: log_only, disabled).
+func mtCheckSynced(t *testing.T, cl *client.Client, storeID, stateDir, dir string, local map[string]string, gone bool) {
+	t.Helper()
+	ms, err := cl.AllMemories(context.Background(), storeID, store.ListMemoriesOptions{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, ids := map[string]string{}, map[string]string{}
+	for _, m := range ms {
+		stored[m.Path], ids[m.Path] = *m.Content, m.ID
+	}
+	st := stStatus(t, "--state-dir", stateDir).mount(t, dir)
+	for _, c := range st.Sync.Pending {
 		if c.Reason == "" {
 			t.Errorf("memfs status lists %s %s pending with no reason", c.Op, c.Path)
 		}
 	}
 	conflicts := map[string][]string{}
-	for _, c := range cvConflicts(t, e.stateDir) {
+	for _, c := range cvConflicts(t, stateDir) {
 		conflicts[c.path] = append(conflicts[c.path], c.localSHA)
 	}
 	for _, p := range slices.Sorted(maps.Keys(local)) {
@@ -442,14 +454,14 @@ func (e *mtEnv) checkSynced(m *harness.Mount, local map[string]string, gone bool
 		if s, ok := stored[p]; ok && s == content {
 			continue
 		}
-		if c, ok := pending[p]; ok && c.Op != "delete" {
+		if slices.ContainsFunc(st.Sync.Pending, func(c syncqueue.PendingChange) bool { return c.Path == p && c.Op != "delete" }) {
 			continue
 		}
 		if slices.ContainsFunc(conflicts[p], func(sha string) bool { return strings.HasPrefix(store.SHA256Hex(content), sha) }) {
 			continue
 		}
 		t.Errorf("sync invariant: %s (%q) is neither in the store (%q), nor pending in memfs status, nor in the conflict log\npending: %+v\nconflicts: %v",
-			p, content, stored[p], ms.Sync.Pending, conflicts)
+			p, content, stored[p], st.Sync.Pending, conflicts)
 	}
 	if !gone {
 		return
@@ -458,15 +470,11 @@ func (e *mtEnv) checkSynced(m *harness.Mount, local map[string]string, gone bool
 		if _, ok := local[p]; ok {
 			continue
 		}
-		if c, ok := pending[p]; ok && (c.Op == "delete" || c.Op == "move") {
+		if slices.ContainsFunc(st.Sync.Pending, func(c syncqueue.PendingChange) bool {
+			return (c.Op == "delete" && c.Path == p) || (c.Op == "move" && c.MemoryID == ids[p])
+		}) {
 			continue
 		}
-		moved := false
-		for _, c := range ms.Sync.Pending {
-			moved = moved || (c.Op == "move" && c.MemoryID == e.memories()[p].ID)
-		}
-		if !moved {
-			t.Errorf("sync invariant: the store's %s is not on the mount, and memfs status lists no delete or move of it\npending: %+v", p, ms.Sync.Pending)
-		}
+		t.Errorf("sync invariant: the store's %s is not on the mount, and memfs status lists no delete or move of it\npending: %+v", p, st.Sync.Pending)
 	}
 }
