@@ -116,8 +116,13 @@ func (t *taker) takeChange(e *entry) {
 	switch {
 	case e.rec != nil && e.rec.SHA != e.sha:
 		base = e.rec.SHA // made on what the folder last had; the store's differs
-	case e.rec == nil && !d.started && d.unknownBase:
-		base = fs.UnknownBase // found at a start with no record of what both last agreed on
+	case e.rec == nil && !d.started:
+		// Found at a start with no record of what both last agreed on:
+		// the baseline was lost, or the worker was killed before it
+		// recorded this file (it is saved at most once a second), so
+		// the file may be the store's old content, written by the
+		// worker itself.
+		base = fs.UnknownBase
 	}
 	if d.journal(base, fs.FileState{FileID: e.fileID, Path: e.path, Content: content}) {
 		d.record(e, sha, st)
