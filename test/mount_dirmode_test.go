@@ -390,3 +390,48 @@ func mtDropFromBaseline(t *testing.T, stateDir, storeID, p string) {
 		t.Fatal(err)
 	}
 }
+
+// TestMountDirectoryReadOnlyRestored: a read-only store's folder, changed
+// by root past its modes — a file written, one made writable (chmod +w),
+// one added, one removed — is put back from the store at the next look
+// (a SIGUSR1 pass), each with a warning; nothing is uploaded.
+func TestMountDirectoryReadOnlyRestored(t *testing.T) {
+	mtRequireRoot(t, "root's writes past the modes are what a read-only store's folder must undo")
+	files := map[string]string{"/w.md": "written\n", "/c.md": "chmod\n", "/r.md": "removed\n", "/d/k.md": "kept\n"}
+	e := newMtEnvIn(t, mtDirectory, files)
+	ids := map[string]string{}
+	for p, m := range e.memories() {
+		ids[p] = m.ID
+	}
+	m := e.mount("--read-only")
+	if got := mtMustSh(t, m.Dir, "stat -c '%a %U' w.md c.md r.md d/k.md d"); got != "444 root\n444 root\n444 root\n444 root\n555 root\n" {
+		t.Errorf("modes and owners: %q, want the worker's (root), write bits off", got)
+	}
+	mtMustSh(t, m.Dir, "echo root was here > w.md && chmod +w c.md && echo added > added.md && rm r.md")
+	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "deleted": 0, "failed": 0, "left": 0})
+	mtPoll(t, "the folder to be the store's again", func() (bool, string) {
+		got := mtMountFiles(t, m.Dir)
+		modes, _, _ := mtSh(t, m.Dir, "stat -c %a w.md c.md r.md d/k.md 2>&1")
+		return maps.Equal(got, files) && modes == "444\n444\n444\n444\n", mtDiff(got, files) + "modes: " + modes
+	})
+	for _, w := range []struct{ path, says string }{
+		{"/w.md", "a file of a read-only store was changed: it is put back from the store, and nothing is uploaded"},
+		{"/c.md", "a file of a read-only store was changed: it is put back from the store, and nothing is uploaded"},
+		{"/r.md", "a file of a read-only store was removed: it is put back from the store, and nothing is uploaded"},
+		{"/added.md", "a file was added to a read-only store's folder: it is removed, and nothing is uploaded"},
+	} {
+		if n := len(m.Lines("level=warning", w.says, "memory_path="+w.path+" ")); n != 1 {
+			t.Errorf("%d warnings %q for %s, want 1:\n%s", n, w.says, w.path, m.Output())
+		}
+	}
+	if ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir); len(ms.Sync.Pending) != 0 || !ms.Sync.ReadOnly {
+		t.Errorf("memfs status: read_only %v, pending %+v; want read-only, nothing pending", ms.Sync.ReadOnly, ms.Sync.Pending)
+	}
+	mtStop(t, m)
+	if got := e.contents(); !maps.Equal(got, files) {
+		t.Errorf("the store changed:\n%s", mtDiff(got, files))
+	}
+	for p, id := range ids {
+		e.checkOps(p, id, "created")
+	}
+}
