@@ -435,3 +435,89 @@ func TestMountDirectoryReadOnlyRestored(t *testing.T) {
 		e.checkOps(p, id, "created")
 	}
 }
+
+// TestMountDirectorySymlink: a symbolic link planted in the folder,
+// pointing outside it (to a file, to a folder), is neither followed nor
+// uploaded: its target is unchanged, the store holds nothing of it, and
+// memfs status lists it as not uploaded. A remote change at the link's
+// path replaces the link itself, never its target; one below the linked
+// folder is not written through it.
+func TestMountDirectorySymlink(t *testing.T) {
+	e := newMtEnvIn(t, mtDirectory, map[string]string{"/a.md": "a\n"})
+	outside := t.TempDir()
+	target := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(target, []byte("outside the store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	targetDir := filepath.Join(outside, "dir")
+	if err := os.Mkdir(targetDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m := e.mount()
+	if err := os.Symlink(target, filepath.Join(m.Dir, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(targetDir, filepath.Join(m.Dir, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 0, "left": 0})
+	want := map[string]string{"/a.md": "a\n"}
+	if got := e.contents(); !maps.Equal(got, want) {
+		t.Errorf("the store holds something of the links:\n%s", mtDiff(got, want))
+	}
+	notUp := map[string]string{}
+	for _, c := range stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir).Sync.Pending {
+		notUp[c.Path] = c.Op + ": " + c.Error
+	}
+	for _, p := range []string{"/link.md", "/linkdir"} {
+		if !strings.Contains(notUp[p], "a symbolic link: never followed or uploaded") {
+			t.Errorf("memfs status does not list %s as a link not uploaded: %v", p, notUp)
+		}
+	}
+
+	// The store gets a file at the link's path, and one below the linked
+	// folder's.
+	for _, p := range []string{"/link.md", "/linkdir/x.md"} {
+		if _, err := e.cl.CreateMemory(context.Background(), e.storeID, p, "from the store: "+p+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mtPoll(t, "link.md to be the store's file", func() (bool, string) {
+		fi, err := os.Lstat(filepath.Join(m.Dir, "link.md"))
+		if err != nil || !fi.Mode().IsRegular() {
+			return false, fmt.Sprintf("%v %v", fi, err)
+		}
+		b, err := os.ReadFile(filepath.Join(m.Dir, "link.md"))
+		return err == nil && string(b) == "from the store: /link.md\n", string(b)
+	})
+	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "failed": 0, "left": 0})
+	if b, err := os.ReadFile(target); err != nil || string(b) != "outside the store\n" {
+		t.Errorf("the link's target holds %q (%v), want it unchanged", b, err)
+	}
+	if names, err := os.ReadDir(targetDir); err != nil || len(names) != 0 {
+		t.Errorf("the linked folder holds %v (%v): a remote change was written through the link", names, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(m.Dir, "linkdir")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("linkdir: %v %v, want the planted link left as it is", fi, err)
+	}
+	want = map[string]string{"/a.md": "a\n", "/link.md": "from the store: /link.md\n", "/linkdir/x.md": "from the store: /linkdir/x.md\n"}
+	if got := e.contents(); !maps.Equal(got, want) {
+		t.Errorf("the store:\n%s", mtDiff(got, want))
+	}
+	// The end: the planted link, never uploaded by design, is no change
+	// lost: it stays in the folder (with the marker), and the exit is 0.
+	m.Signal(syscall.SIGINT)
+	if code := m.Wait(mtExitTimeout); code != 0 {
+		t.Errorf("memfs mount exited %d after SIGINT, want 0: the planted link, never to be uploaded, is counted as a change the journal could not take:\n%s",
+			code, strings.Join(m.Lines("level=error"), "\n"))
+	}
+	if fi, err := os.Lstat(filepath.Join(m.Dir, "linkdir")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("after the end linkdir is %v (%v), want the planted link left in the folder", fi, err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "outside the store\n" {
+		t.Errorf("after the end the link's target holds %q (%v), want it unchanged", b, err)
+	}
+	if got := e.contents(); !maps.Equal(got, want) {
+		t.Errorf("the store after the end:\n%s", mtDiff(got, want))
+	}
+}
