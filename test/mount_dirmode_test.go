@@ -521,3 +521,56 @@ func TestMountDirectorySymlink(t *testing.T) {
 		t.Errorf("the store after the end:\n%s", mtDiff(got, want))
 	}
 }
+
+// TestMountDirectoryFolderRemoved: the store's folder removed while
+// mounted (rm -rf) is made again and downloaded again at the next look,
+// and nothing is deleted in the store; so with the marker removed, with
+// files gone with it: the marker is written again, the files come back.
+// The removals are made while memfs mount is stopped, so that no look
+// sees them half done.
+func TestMountDirectoryFolderRemoved(t *testing.T) {
+	files := map[string]string{"/a.md": "a\n", "/d/b.md": "b\n", "/d/e/c.md": "c\n", "/f.md": "f\n"}
+	e := newMtEnvIn(t, mtDirectory, files)
+	m := e.mount("--memory-sync-delete-delay", mtDeleteDelay)
+	dir := m.Dir
+	back := func(what string) {
+		t.Helper()
+		mtPoll(t, "the store's files back in the folder after "+what, func() (bool, string) {
+			got := mtMountFiles(t, dir)
+			marker, err := os.ReadFile(filepath.Join(dir, ".anthropic-memory-store"))
+			return maps.Equal(got, files) && err == nil && string(marker) == "version 1\n"+e.storeID, mtDiff(got, files) + fmt.Sprintf("marker %q %v", marker, err)
+		})
+	}
+	twoPasses := func() {
+		t.Helper()
+		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 0, "failed": 0})
+		mtLetDeleteDelayPass()
+		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 0, "failed": 0})
+		if got := e.contents(); !maps.Equal(got, files) {
+			t.Fatalf("the store lost memories:\n%s", mtDiff(got, files))
+		}
+	}
+
+	mtPaused(t, m, func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	})
+	twoPasses()
+	back("rm -rf of the folder")
+	m.WaitOutput(1, "the store's folder was removed or replaced", mtPollTimeout)
+	e.checkSynced(m, files, true)
+
+	mtPaused(t, m, func() {
+		mtMustSh(t, dir, "rm .anthropic-memory-store a.md && rm -r d")
+	})
+	twoPasses()
+	back("the marker removed with files")
+	m.WaitOutput(1, "the marker file of the store's folder is missing", mtPollTimeout)
+	e.checkSynced(m, files, true)
+
+	mtStop(t, m)
+	if got := e.contents(); !maps.Equal(got, files) {
+		t.Errorf("the store after the end:\n%s", mtDiff(got, files))
+	}
+}
