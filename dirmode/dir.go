@@ -211,7 +211,10 @@ func (d *Dir) moveTo(e *entry, p string) {
 }
 
 // At reports what stands at a store path: a file the engine knows, or a
-// folder on disk.
+// folder on disk. A regular file there that no look took yet (made since
+// the last one) is taken first, so that a remote change at its path is
+// merged with it as with any local change, instead of failing to replace
+// it.
 func (d *Dir) At(p string) (fileID string, isDir, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -230,6 +233,12 @@ func (d *Dir) At(p string) (fileID string, isDir, ok bool) {
 	st, err := lstatAt(fd, name)
 	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return "", true, true
+	}
+	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && d.started && !d.frozen && !d.fo.ReadOnly {
+		d.lookLocked(true)
+		if e := d.byPath[p]; e != nil {
+			return e.fileID, false, true
+		}
 	}
 	return "", false, false
 }

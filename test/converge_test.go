@@ -41,12 +41,19 @@ type cvEnv struct {
 	cl      *client.Client
 	storeID string
 	base    string
+	mode    string // the --mount-mode of its mounts ("": none, auto)
 }
 
 func newCvEnv(t *testing.T, files map[string]string) *cvEnv {
 	t.Helper()
-	mtRequireFUSE(t)
-	e := &cvEnv{t: t, serve: harness.StartServe(t, harness.ServeOptions{}), base: t.TempDir()}
+	return newCvEnvIn(t, "", files)
+}
+
+// newCvEnvIn is newCvEnv for mounts in mode (mtFUSE, mtDirectory).
+func newCvEnvIn(t *testing.T, mode string, files map[string]string) *cvEnv {
+	t.Helper()
+	mtRequireMode(t, mode)
+	e := &cvEnv{t: t, serve: harness.StartServe(t, harness.ServeOptions{}), base: t.TempDir(), mode: mode}
 	cl, err := client.New(client.Options{BaseURL: e.serve.URL, APIKey: e.serve.AdminKey})
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +96,12 @@ func (e *cvEnv) mount(name string) *cvMount {
 func (e *cvEnv) mountEvery(name, interval string) *cvMount {
 	e.t.Helper()
 	state := filepath.Join(e.base, "state-"+name)
+	args := []string{"--memory-sync-interval", interval, "--memory-sync-delete-delay", "1ms"}
+	if e.mode != "" {
+		args = append(args, "--mount-mode", e.mode)
+	}
 	m := harness.StartMount(e.t, harness.MountOptions{URL: e.serve.URL, APIKey: e.serve.AdminKey, Store: e.storeID,
-		Dir: filepath.Join(e.base, name), StateDir: state,
-		Args: []string{"--memory-sync-interval", interval, "--memory-sync-delete-delay", "1ms"}})
+		Dir: filepath.Join(e.base, name), StateDir: state, Args: args, Directory: e.mode == mtDirectory})
 	return &cvMount{Mount: m, stateDir: state}
 }
 
@@ -301,10 +311,14 @@ func cvCount(m *cvMount, substr string) int {
 // TestConvergeTwoMounts: edits on either mount, with `memfs memories put`
 // and with the API show on the other mount within about a second of
 // reaching the store; in the end both mounts and the store agree and
-// nothing was a conflict.
+// nothing was a conflict. In both modes.
 func TestConvergeTwoMounts(t *testing.T) {
 	t.Parallel()
-	e := newCvEnv(t, map[string]string{"/shared.md": "v0\n", "/dir/x.md": "x0\n", "/gone.md": "soon gone\n"})
+	mtInModes(t, testConvergeTwoMounts)
+}
+
+func testConvergeTwoMounts(t *testing.T, mode string) {
+	e := newCvEnvIn(t, mode, map[string]string{"/shared.md": "v0\n", "/dir/x.md": "x0\n", "/gone.md": "soon gone\n"})
 	a, b := e.mount("a"), e.mount("b")
 	var lat cvLatencies
 
@@ -395,10 +409,15 @@ func TestConvergeTwoMounts(t *testing.T) {
 // TestConvergeCollision: the same file changed on two mounts, and a new
 // file created at the same path on both. The first to upload wins; the
 // other mount takes the store's version and keeps its own in its conflict
-// log, which `memfs conflicts list` and `show` print exactly.
+// log, which `memfs conflicts list` and `show` print exactly. In both
+// modes.
 func TestConvergeCollision(t *testing.T) {
 	t.Parallel()
-	e := newCvEnv(t, map[string]string{"/c.md": "base\n"})
+	mtInModes(t, testConvergeCollision)
+}
+
+func testConvergeCollision(t *testing.T, mode string) {
+	e := newCvEnvIn(t, mode, map[string]string{"/c.md": "base\n"})
 	a, b := e.mount("a"), e.mount("b")
 
 	// B's versions: no final newline, a tab, non-ASCII, a CR.
@@ -427,6 +446,9 @@ func TestConvergeCollision(t *testing.T) {
 			t.Errorf("mount %s:\n%s", m.Dir, mtDiff(got, want))
 		}
 	}
+	// B's edits are nowhere on B now: the invariant holds through its
+	// conflict log.
+	mtCheckSynced(t, e.cl, e.storeID, b.stateDir, b.Dir, map[string]string{"/c.md": bEdit, "/n/new.md": bNew}, false)
 
 	cs := cvConflicts(t, b.stateDir)
 	sort.Slice(cs, func(i, j int) bool { return cs[i].path < cs[j].path })

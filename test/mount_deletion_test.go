@@ -9,14 +9,16 @@ import (
 )
 
 // TestMountDeletionModes: --memory-sync-deletions and the guards that keep
-// a local accident from emptying a store.
-func TestMountDeletionModes(t *testing.T) {
-	mtRequireFUSE(t)
+// a local accident from emptying a store; in both modes.
+func TestMountDeletionModes(t *testing.T) { mtInModes(t, testMountDeletionModes) }
+
+func testMountDeletionModes(t *testing.T, mode string) {
+	mtRequireMode(t, mode)
 	three := map[string]string{"/a.md": "a\n", "/b.md": "b\n", "/d/c.md": "c\n"}
 	withoutA := map[string]string{"/b.md": "b\n", "/d/c.md": "c\n"}
 
 	t.Run("enabled", func(t *testing.T) {
-		e := newMtEnv(t, three)
+		e := newMtEnvIn(t, mode, three)
 		m := e.mount("--memory-sync-deletions", "enabled", "--memory-sync-delete-delay", mtDeleteDelay)
 		mtMustSh(t, m.Dir, "rm a.md")
 		// Even with the delay long past, the pass that first sees a
@@ -26,6 +28,7 @@ func TestMountDeletionModes(t *testing.T) {
 		if got := e.contents(); !maps.Equal(got, three) {
 			t.Fatalf("the delete was sent by the pass that first saw it:\n%s", mtDiff(got, three))
 		}
+		e.checkSynced(m, withoutA, true)
 		mtLetDeleteDelayPass()
 		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 1, "left": 0})
 		e.waitStore(withoutA)
@@ -33,7 +36,7 @@ func TestMountDeletionModes(t *testing.T) {
 	})
 
 	t.Run("enabled waits for the delay", func(t *testing.T) {
-		e := newMtEnv(t, three)
+		e := newMtEnvIn(t, mode, three)
 		m := e.mount("--memory-sync-delete-delay", "1h")
 		mtMustSh(t, m.Dir, "rm a.md")
 		for range 3 {
@@ -42,6 +45,7 @@ func TestMountDeletionModes(t *testing.T) {
 		if got := e.contents(); !maps.Equal(got, three) {
 			t.Fatalf("a delete was sent before its delay:\n%s", mtDiff(got, three))
 		}
+		e.checkSynced(m, withoutA, true)
 		// Ctrl-C of memfs mount is a clean end: the final sync sends the
 		// pending delete without the wait.
 		mtStop(t, m)
@@ -49,7 +53,7 @@ func TestMountDeletionModes(t *testing.T) {
 	})
 
 	t.Run("log_only", func(t *testing.T) {
-		e := newMtEnv(t, three)
+		e := newMtEnvIn(t, mode, three)
 		m := e.mount("--memory-sync-deletions", "log_only", "--memory-sync-delete-delay", mtDeleteDelay)
 		mtMustSh(t, m.Dir, "rm a.md")
 		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 0, "left": 1})
@@ -69,7 +73,7 @@ func TestMountDeletionModes(t *testing.T) {
 	})
 
 	t.Run("disabled", func(t *testing.T) {
-		e := newMtEnv(t, three)
+		e := newMtEnvIn(t, mode, three)
 		m := e.mount("--memory-sync-deletions", "disabled", "--memory-sync-delete-delay", mtDeleteDelay)
 		mtMustSh(t, m.Dir, "rm a.md")
 		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 0, "left": 1})
@@ -92,7 +96,7 @@ func TestMountDeletionModes(t *testing.T) {
 		for i := range 40 {
 			files[fmt.Sprintf("/n/%02d.md", i)] = fmt.Sprintf("note %d\n", i)
 		}
-		e := newMtEnv(t, files)
+		e := newMtEnvIn(t, mode, files)
 		m := e.mount("--memory-sync-delete-delay", mtDeleteDelay)
 		mtMustSh(t, m.Dir, "find n -type f ! -name 00.md -exec rm {} +")
 		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 0, "left": 39})
@@ -122,7 +126,7 @@ func TestMountDeletionModes(t *testing.T) {
 	})
 
 	t.Run("whole store emptied", func(t *testing.T) {
-		e := newMtEnv(t, three)
+		e := newMtEnvIn(t, mode, three)
 		m := e.mount("--memory-sync-delete-delay", mtDeleteDelay)
 		mtMustSh(t, m.Dir, "rm -r ./*")
 		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"deleted": 0})

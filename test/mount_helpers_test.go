@@ -17,6 +17,7 @@ import (
 
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/client"
+	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/test/harness"
 )
 
@@ -58,6 +59,46 @@ func mtRequireFUSE(t *testing.T) {
 	}
 }
 
+// The mount modes (--mount-mode). A test that makes sense in both runs
+// once in each, as subtests named after the mode:
+//
+//	for _, mode := range mtModes {
+//		t.Run(mode, func(t *testing.T) { e := newMtEnvIn(t, mode, files); ... })
+//	}
+//
+// and branches on e.directory() where a directory's result differs
+// (README, "Mount modes").
+const (
+	mtFUSE      = "fuse"
+	mtDirectory = "directory"
+)
+
+// mtModes are the modes of the tests that run in both.
+var mtModes = []string{mtFUSE, mtDirectory}
+
+// mtRequireMode skips (fails with CI=true) a test that can't run in mode:
+// FUSE needs root and /dev/fuse (mtRequireFUSE); a directory needs
+// neither.
+func mtRequireMode(t *testing.T, mode string) {
+	t.Helper()
+	if mode != mtDirectory {
+		mtRequireFUSE(t)
+	}
+}
+
+// mtRequireRoot skips (fails with CI=true) a test that needs root for
+// itself, not for FUSE (a directory test that writes where only root may).
+func mtRequireRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("not running as root, and CI=true: %s", why)
+	}
+	t.Skipf("not running as root: %s", why)
+}
+
 // mtEnv is one memfs serve process with one store, and a directory to
 // mount it under.
 type mtEnv struct {
@@ -67,6 +108,9 @@ type mtEnv struct {
 	storeID  string
 	stateDir string
 	dir      string // the mount point: does not exist until memfs mount creates it
+	// mode is the --mount-mode e.mount passes ("" passes none: auto,
+	// which is FUSE wherever these tests run).
+	mode string
 }
 
 // newMtEnv starts memfs serve and creates a store holding files
@@ -76,12 +120,24 @@ func newMtEnv(t *testing.T, files map[string]string) *mtEnv {
 	return newMtEnvWith(t, files, harness.ServeOptions{})
 }
 
+// newMtEnvIn is newMtEnv for mounts in mode (mtFUSE, mtDirectory).
+func newMtEnvIn(t *testing.T, mode string, files map[string]string) *mtEnv {
+	t.Helper()
+	return newMtEnvModeWith(t, mode, files, harness.ServeOptions{})
+}
+
 // newMtEnvWith is newMtEnv with memfs serve options.
 func newMtEnvWith(t *testing.T, files map[string]string, so harness.ServeOptions) *mtEnv {
 	t.Helper()
-	mtRequireFUSE(t)
+	return newMtEnvModeWith(t, "", files, so)
+}
+
+// newMtEnvModeWith is newMtEnvIn with memfs serve options.
+func newMtEnvModeWith(t *testing.T, mode string, files map[string]string, so harness.ServeOptions) *mtEnv {
+	t.Helper()
+	mtRequireMode(t, mode)
 	base := t.TempDir()
-	e := &mtEnv{t: t, serve: harness.StartServe(t, so), stateDir: filepath.Join(base, "state"), dir: filepath.Join(base, "mnt")}
+	e := &mtEnv{t: t, serve: harness.StartServe(t, so), stateDir: filepath.Join(base, "state"), dir: filepath.Join(base, "mnt"), mode: mode}
 	cl, err := client.New(client.Options{BaseURL: e.serve.URL, APIKey: e.serve.AdminKey})
 	if err != nil {
 		t.Fatal(err)
@@ -101,11 +157,19 @@ func newMtEnvWith(t *testing.T, files map[string]string, so harness.ServeOptions
 }
 
 func (e *mtEnv) opts(args ...string) harness.MountOptions {
+	pre := []string{"--memory-sync-interval", "60s"}
+	if e.mode != "" {
+		pre = append(pre, "--mount-mode", e.mode)
+	}
 	return harness.MountOptions{URL: e.serve.URL, APIKey: e.serve.AdminKey, Store: e.storeID, Dir: e.dir, StateDir: e.stateDir,
-		Args: append([]string{"--memory-sync-interval", "60s"}, args...)}
+		Args: append(pre, args...), Directory: e.directory()}
 }
 
-// mount starts memfs mount on e.dir with a 60 s interval and args.
+// directory says e's mounts write the store into e.dir as a plain folder.
+func (e *mtEnv) directory() bool { return e.mode == mtDirectory }
+
+// mount starts memfs mount on e.dir with a 60 s interval, e's mode and
+// args.
 func (e *mtEnv) mount(args ...string) *harness.Mount {
 	e.t.Helper()
 	m := harness.StartMount(e.t, e.opts(args...))
@@ -341,4 +405,76 @@ func mtSnapshot(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// mtInModes runs body once per mount mode, as subtests named after it.
+func mtInModes(t *testing.T, body func(t *testing.T, mode string)) {
+	t.Helper()
+	for _, mode := range mtModes {
+		t.Run(mode, func(t *testing.T) { body(t, mode) })
+	}
+}
+
+// checkSynced asserts the sync invariant on e's running mount m
+// (mtCheckSynced).
+func (e *mtEnv) checkSynced(m *harness.Mount, local map[string]string, gone bool) {
+	e.t.Helper()
+	mtCheckSynced(e.t, e.cl, e.storeID, e.stateDir, m.Dir, local, gone)
+}
+
+// mtCheckSynced asserts the sync invariant on the running mount of
+// storeID at dir with stateDir, after a fault: every file it holds
+// (local: path -> content, the marker left out) is in the store with
+// that content, or pending in memfs status with a reason, or kept in the
+// conflict log (memfs conflicts list); and, when gone, every memory of
+// the store it does not hold is pending as a delete or a move (gone is
+// false where deletes are not sent: log_only, disabled).
+func mtCheckSynced(t *testing.T, cl *client.Client, storeID, stateDir, dir string, local map[string]string, gone bool) {
+	t.Helper()
+	ms, err := cl.AllMemories(context.Background(), storeID, store.ListMemoriesOptions{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, ids := map[string]string{}, map[string]string{}
+	for _, m := range ms {
+		stored[m.Path], ids[m.Path] = *m.Content, m.ID
+	}
+	st := stStatus(t, "--state-dir", stateDir).mount(t, dir)
+	for _, c := range st.Sync.Pending {
+		if c.Reason == "" {
+			t.Errorf("memfs status lists %s %s pending with no reason", c.Op, c.Path)
+		}
+	}
+	conflicts := map[string][]string{}
+	for _, c := range cvConflicts(t, stateDir) {
+		conflicts[c.path] = append(conflicts[c.path], c.localSHA)
+	}
+	for _, p := range slices.Sorted(maps.Keys(local)) {
+		content := local[p]
+		if s, ok := stored[p]; ok && s == content {
+			continue
+		}
+		if slices.ContainsFunc(st.Sync.Pending, func(c syncqueue.PendingChange) bool { return c.Path == p && c.Op != "delete" }) {
+			continue
+		}
+		if slices.ContainsFunc(conflicts[p], func(sha string) bool { return strings.HasPrefix(store.SHA256Hex(content), sha) }) {
+			continue
+		}
+		t.Errorf("sync invariant: %s (%q) is neither in the store (%q), nor pending in memfs status, nor in the conflict log\npending: %+v\nconflicts: %v",
+			p, content, stored[p], st.Sync.Pending, conflicts)
+	}
+	if !gone {
+		return
+	}
+	for _, p := range slices.Sorted(maps.Keys(stored)) {
+		if _, ok := local[p]; ok {
+			continue
+		}
+		if slices.ContainsFunc(st.Sync.Pending, func(c syncqueue.PendingChange) bool {
+			return (c.Op == "delete" && c.Path == p) || (c.Op == "move" && c.MemoryID == ids[p])
+		}) {
+			continue
+		}
+		t.Errorf("sync invariant: the store's %s is not on the mount, and memfs status lists no delete or move of it\npending: %+v", p, st.Sync.Pending)
+	}
 }

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -27,9 +28,11 @@ import (
 // does is deterministic.
 
 // TestMountShellFlows: what a person does in a shell on the mount reaches
-// the store, and Ctrl-C ends it cleanly.
-func TestMountShellFlows(t *testing.T) {
-	e := newMtEnv(t, map[string]string{
+// the store, and Ctrl-C ends it cleanly; in both modes.
+func TestMountShellFlows(t *testing.T) { mtInModes(t, testMountShellFlows) }
+
+func testMountShellFlows(t *testing.T, mode string) {
+	e := newMtEnvIn(t, mode, map[string]string{
 		"/keep.md":                     "keep\n",
 		"/notes/todo.md":               "- buy milk\n- call Bob\n",
 		"/notes/ideas.md":              "idea: fuse\n",
@@ -87,6 +90,7 @@ func TestMountShellFlows(t *testing.T) {
 	if got := e.contents(); got["/old/a.md"] != "old a\n" || got["/old/deep/b.md"] != "needle in old\n" {
 		t.Errorf("a delete was sent by the pass that first saw it:\n%s", mtDiff(got, want))
 	}
+	e.checkSynced(m, want, true)
 	mtLetDeleteDelayPass()
 	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "deleted": 2, "failed": 0, "left": 0})
 	e.waitStore(want)
@@ -105,9 +109,12 @@ func TestMountShellFlows(t *testing.T) {
 		t.Errorf("ls after the syncs = %q (the empty directory stays local)", got)
 	}
 
-	// Written after the last pass: Ctrl-C's final sync uploads it.
-	mtMustSh(t, dir, "echo last > notes/last.md")
+	// Written and renamed after the last pass: Ctrl-C's final sync
+	// uploads them; the renamed file keeps its memory.
+	mtMustSh(t, dir, "echo last > notes/last.md && mv keep.md kept.md")
 	want["/notes/last.md"] = "last\n"
+	delete(want, "/keep.md")
+	want["/kept.md"] = "keep\n"
 	mtStop(t, m)
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the mount directory memfs mount created is still there (%v)", err)
@@ -115,13 +122,19 @@ func TestMountShellFlows(t *testing.T) {
 	if got := e.contents(); !maps.Equal(got, want) {
 		t.Errorf("the store after the end:\n%s", mtDiff(got, want))
 	}
+	if id := e.memories()["/kept.md"].ID; id != before["/keep.md"].ID {
+		t.Errorf("/kept.md: memory id %s after mv, want %s (kept)", id, before["/keep.md"].ID)
+	}
 }
 
 // TestMountKill9: files closed on the mount survive kill -9 of memfs
 // mount: the next mount with the same state dir shows them and uploads
-// them.
-func TestMountKill9(t *testing.T) {
-	e := newMtEnv(t, map[string]string{"/existing.md": "v1\n"})
+// them. In both modes: a FUSE mount is left stale and detached (umount
+// -l), a directory keeps the files, and the next start takes it up.
+func TestMountKill9(t *testing.T) { mtInModes(t, testMountKill9) }
+
+func testMountKill9(t *testing.T, mode string) {
+	e := newMtEnvIn(t, mode, map[string]string{"/existing.md": "v1\n"})
 	before := e.memories()
 	m := e.mount()
 	dir := m.Dir
@@ -143,23 +156,40 @@ func TestMountKill9(t *testing.T) {
 		"/existing.md":  "v2\n",
 		"/moved.md":     "moved\n",
 	}
+	// Every change is journaled before the kill: at its close on FUSE, at
+	// the folder's next look in a directory (the watch asks for one).
+	mtPoll(t, "memfs status to list the 5 changes as pending", func() (bool, string) {
+		ps := stStatus(t, "--state-dir", e.stateDir).mount(t, dir).Sync.Pending
+		got := map[string]bool{}
+		for _, c := range ps {
+			got[c.Path] = c.Reason != ""
+		}
+		return len(ps) == 5 && got["/a.md"] && got["/deep/er/u.md"] && got["/deep/big.md"] && got["/existing.md"] && got["/moved.md"], fmt.Sprintf("%+v", ps)
+	})
 
 	m.Kill()
 	if got := e.contents(); !maps.Equal(got, map[string]string{"/existing.md": "v1\n"}) {
 		t.Fatalf("something was synced before the kill; the test needs the journal alone:\n%v", got)
 	}
-	if !harness.IsMounted(dir) {
-		t.Fatalf("after kill -9 the stale mount is expected in /proc/self/mountinfo")
-	}
-	// What an operator does with a stale mount: umount -l.
-	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-		t.Fatalf("umount -l %s: %v", dir, err)
-	}
-	if harness.IsMounted(dir) {
-		t.Fatalf("%s still mounted after the lazy detach", dir)
+	if e.directory() {
+		// Nothing to detach: the folder keeps what was written in it.
+		if got := mtMountFiles(t, dir); !maps.Equal(got, want) {
+			t.Fatalf("the folder after kill -9:\n%s", mtDiff(got, want))
+		}
+	} else {
+		if !harness.IsMounted(dir) {
+			t.Fatalf("after kill -9 the stale mount is expected in /proc/self/mountinfo")
+		}
+		// What an operator does with a stale mount: umount -l.
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Fatalf("umount -l %s: %v", dir, err)
+		}
+		if harness.IsMounted(dir) {
+			t.Fatalf("%s still mounted after the lazy detach", dir)
+		}
 	}
 
-	m2 := e.mount() // same state dir, same (now empty) directory
+	m2 := e.mount() // same state dir, same directory (empty now on FUSE, the leftover folder in directory mode)
 	m2.WaitOutput(1, "replaying changes a previous run left in the journal", mtPollTimeout)
 	if got := mtMountFiles(t, dir); !maps.Equal(got, want) {
 		t.Fatalf("the new mount does not show the closed files:\n%s", mtDiff(got, want))
@@ -175,6 +205,9 @@ func TestMountKill9(t *testing.T) {
 	e.checkOps("/existing.md", after["/existing.md"].ID, "created", "modified")
 	for _, p := range []string{"/a.md", "/deep/er/u.md", "/deep/big.md", "/moved.md"} {
 		e.checkOps(p, after[p].ID, "created")
+	}
+	if cs := cvConflicts(t, e.stateDir); len(cs) != 0 {
+		t.Errorf("conflicts after the restart: %+v, want none", cs)
 	}
 
 	mtStop(t, m2)
@@ -231,18 +264,19 @@ func TestMountStoreOutage(t *testing.T) {
 }
 
 // TestMountReadOnly: nothing on a --read-only mount can change, whatever
-// tool tries.
-func TestMountReadOnly(t *testing.T) {
-	e := newMtEnv(t, map[string]string{"/f.md": "content\n", "/dir/g.md": "g\n"})
+// tool tries. On FUSE the kernel refuses every write (EROFS). In a
+// directory the files are the worker's with the write bits off: root's
+// write succeeds, but the next look puts the store's file back (a file
+// added is removed), and nothing is uploaded.
+func TestMountReadOnly(t *testing.T) { mtInModes(t, testMountReadOnly) }
+
+func testMountReadOnly(t *testing.T, mode string) {
+	e := newMtEnvIn(t, mode, map[string]string{"/f.md": "content\n", "/dir/g.md": "g\n"})
 	before := e.contents()
 	versionsBefore := len(e.versions(e.memories()["/f.md"].ID))
 	m := e.mount("--read-only")
 	dir := m.Dir
-	// The kernel refuses writes itself: the mount or its superblock is ro.
-	if mo, so := harness.MountOptionsOf(dir); !slices.Contains(strings.Split(mo, ","), "ro") && !slices.Contains(strings.Split(so, ","), "ro") {
-		t.Errorf("the kernel mount is not read-only: mount options %q, superblock options %q", mo, so)
-	}
-	for _, cmd := range []string{
+	cmds := []string{
 		"echo x > f.md",
 		"echo x >> f.md",
 		"echo x > new.md",
@@ -254,23 +288,56 @@ func TestMountReadOnly(t *testing.T) {
 		"sed -i s/content/changed/ f.md",
 		"truncate -s 0 f.md",
 		"rm -r dir",
-	} {
-		out, errb, err := mtSh(t, dir, cmd)
-		if err == nil {
-			t.Errorf("%q succeeded on a read-only mount: %s", cmd, out)
-			continue
+	}
+	if e.directory() {
+		mtRequireRoot(t, "root's writes past the modes are what a directory's read-only store must undo")
+		if got := mtMustSh(t, dir, "stat -c %a f.md dir/g.md dir"); got != "444\n444\n555\n" {
+			t.Errorf("modes of f.md, dir/g.md, dir: %q, want the write bits off (444, 444, 555)", got)
 		}
-		if !strings.Contains(errb, "Read-only file system") {
-			t.Errorf("%q: stderr %q, want \"Read-only file system\"", cmd, errb)
+		warned := 0
+		for _, cmd := range cmds {
+			if cmd == "touch f.md" {
+				cmd = "touch -d @946684800 f.md" // an mtime the file put back can't have
+			}
+			mtMustSh(t, dir, cmd) // root passes the modes
+			mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "deleted": 0, "failed": 0, "left": 0})
+			mtPoll(t, fmt.Sprintf("the folder to be the store's again after %q", cmd), func() (bool, string) {
+				got := mtMountFiles(t, dir)
+				st, _, _ := mtSh(t, dir, "stat -c '%a %Y' f.md dir/g.md 2>&1")
+				modes := strings.Fields(st)
+				return maps.Equal(got, before) && len(modes) == 4 && modes[0] == "444" && modes[1] != "946684800" && modes[2] == "444",
+					mtDiff(got, before) + "modes and mtimes: " + st
+			})
+			n := len(m.Lines("read-only store", "nothing is uploaded"))
+			// An empty folder is no file: nothing to upload, nothing put back.
+			if cmd != "mkdir d" && n <= warned {
+				t.Errorf("after %q: %d warnings about a read-only store's file, want one more:\n%s", cmd, n, strings.Join(m.Lines("read-only store"), "\n"))
+			}
+			warned = n
 		}
+	} else {
+		// The kernel refuses writes itself: the mount or its superblock is ro.
+		if mo, so := harness.MountOptionsOf(dir); !slices.Contains(strings.Split(mo, ","), "ro") && !slices.Contains(strings.Split(so, ","), "ro") {
+			t.Errorf("the kernel mount is not read-only: mount options %q, superblock options %q", mo, so)
+		}
+		for _, cmd := range cmds {
+			out, errb, err := mtSh(t, dir, cmd)
+			if err == nil {
+				t.Errorf("%q succeeded on a read-only mount: %s", cmd, out)
+				continue
+			}
+			if !strings.Contains(errb, "Read-only file system") {
+				t.Errorf("%q: stderr %q, want \"Read-only file system\"", cmd, errb)
+			}
+		}
+		if got := mtMountFiles(t, dir); !maps.Equal(got, before) {
+			t.Errorf("the read-only mount changed:\n%s", mtDiff(got, before))
+		}
+		if got := mtMustSh(t, dir, "stat -c %a f.md"); got != "644\n" {
+			t.Errorf("f.md mode %q after chmod on a read-only mount", got)
+		}
+		mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "deleted": 0, "failed": 0})
 	}
-	if got := mtMountFiles(t, dir); !maps.Equal(got, before) {
-		t.Errorf("the read-only mount changed:\n%s", mtDiff(got, before))
-	}
-	if got := mtMustSh(t, dir, "stat -c %a f.md"); got != "644\n" {
-		t.Errorf("f.md mode %q after chmod on a read-only mount", got)
-	}
-	mtCheckPass(t, m.SyncNow(mtPassTimeout), map[string]int{"uploaded": 0, "deleted": 0, "failed": 0})
 	mtStop(t, m)
 	if got := e.contents(); !maps.Equal(got, before) {
 		t.Errorf("the store changed:\n%s", mtDiff(got, before))

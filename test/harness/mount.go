@@ -40,6 +40,15 @@ type MountOptions struct {
 	// exist yet, which memfs mount creates (and removes at unmount) only
 	// with --mkdir; without it a missing mount point is an error.
 	NoMkdir bool
+	// Directory says the store is written into Dir as a plain folder
+	// (--mount-mode directory, or an auto that picks it): StartMount then
+	// checks that nothing is mounted there, instead of a mount.
+	Directory bool
+	// Prefix, when set, is a command that runs memfs: the process started
+	// is Prefix, then the binary and the arguments (unshare -m sh -c
+	// '... && exec "$0" "$@"', say). Whatever it runs must exec memfs,
+	// so that the process's pid is memfs's and signals reach it.
+	Prefix []string
 }
 
 // CommandArgs are the memfs arguments (from "mount" on) these options give,
@@ -96,14 +105,17 @@ func StartMount(t testing.TB, opts MountOptions) *Mount {
 			unix.Unmount(dir, unix.MNT_DETACH)
 		}
 	})
-	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup, Env: opts.Env}, opts.CommandArgs()...)
+	m.Proc = StartProc(t, ProcOptions{NewGroup: opts.NewGroup, Env: opts.Env, Prefix: opts.Prefix}, opts.CommandArgs()...)
 	line := m.Proc.WaitOutput(1, 60*time.Second, "mounted at", "Ctrl-C to unmount")
 	sm := mountedRe.FindStringSubmatch(line)
 	if sm == nil {
 		t.Fatalf("memfs mount printed an unexpected line %q:\n%s", line, m.Output())
 	}
 	m.Dir = sm[2]
-	if !IsMounted(m.Dir) {
+	switch {
+	case opts.Directory && IsMounted(m.Dir):
+		t.Fatalf("memfs mount was to write the store into the folder %s, but /proc/self/mountinfo lists a mount there:\n%s", m.Dir, m.Output())
+	case !opts.Directory && !IsMounted(m.Dir):
 		t.Fatalf("memfs mount says it mounted %s, but /proc/self/mountinfo does not list it:\n%s", m.Dir, m.Output())
 	}
 	return m

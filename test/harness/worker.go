@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,13 +42,18 @@ type ProcOptions struct {
 	// so SignalGroup can signal the group as a terminal or timeout(1) does
 	// without reaching the test binary.
 	NewGroup bool
+	// Prefix, when set, is a command that runs the binary: the process
+	// started is Prefix, then the binary and args. It must exec the binary
+	// (not fork it), so that signals sent to the process reach memfs.
+	Prefix []string
 }
 
 // StartProc starts the memfs binary with args and returns at once.
 func StartProc(t testing.TB, opts ProcOptions, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{Args: args, t: t, done: make(chan struct{}), lines: make(chan struct{}), group: opts.NewGroup}
-	cmd := exec.Command(Binary(t), args...)
+	argv := append(append(slices.Clone(opts.Prefix), Binary(t)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.Dir
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
