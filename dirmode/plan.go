@@ -63,7 +63,8 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 	var pl lookPlan
 	moved := map[*entry]bool{}
 	movedTo := map[string]*entry{}
-	for _, p := range sortedPaths(d.files) {
+	paths := sortedPaths(d.files) // sorted once, for both walks over the files
+	for _, p := range paths {
 		st := d.files[p]
 		o := byIno[inoKey{uint64(st.Dev), st.Ino}]
 		if o == nil || o.path == p {
@@ -86,7 +87,7 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 			replaced[m.replaced] = true
 		}
 	}
-	for _, p := range sortedPaths(d.files) {
+	for _, p := range paths {
 		if movedTo[p] != nil {
 			continue
 		}
@@ -103,8 +104,7 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 			pl.changed = append(pl.changed, e)
 		}
 	}
-	for _, p := range sortedPaths(byPath) {
-		e := byPath[p]
+	for p, e := range byPath { // the deletes alone are sorted, below
 		if moved[e] || replaced[e] {
 			continue
 		}
@@ -113,6 +113,7 @@ func planLook(byPath map[string]*entry, d *disk) lookPlan {
 		}
 		pl.deleted = append(pl.deleted, e)
 	}
+	sort.Slice(pl.deleted, func(i, j int) bool { return pl.deleted[i].path < pl.deleted[j].path })
 	return pl
 }
 
