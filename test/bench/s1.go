@@ -11,13 +11,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memfs/memfs/worker"
 )
 
 func init() {
-	measures = append(measures, measure{id: "S1", run: runS("S1", benchS1)})
+	measures = append(measures, measure{id: "S1", run: runS("S1", func(ctx context.Context, cfg config, env *sEnv) ([]row, error) {
+		return benchPropagation(ctx, cfg, env, "S1", worker.ModeFUSE)
+	})})
 }
 
-// benchS1: propagation. Two sessions of one store at the same sync
+// benchPropagation is S1 (FUSE mode) and DM2 (directory mode; sdir.go):
+// id and mode tell them apart.
+//
+// S1: propagation. Two sessions of one store at the same sync
 // interval (5 s by default, both systems' minimum); an edit closed in
 // session A is timed from its close until session B reads the new content
 // (os.ReadFile of B's copy every 2 ms).
@@ -45,7 +52,11 @@ func init() {
 // each pair on its own store of the same shape. memfs runs with its
 // default quiet period (-squiet, 1 s): A uploads about a second after the
 // close, not at its next tick. Goal: p99 ≤ 0.3× the official worker's.
-func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error) {
+// DM2 is the same with memfs's two sessions in directory mode: two
+// folders, each rescanned every interval; A's edit is a plain write and
+// close in A's folder, found by its inotify watch, and B's folder gets
+// the new content by an atomic rename.
+func benchPropagation(ctx context.Context, cfg config, env *sEnv, id, mode string) (_ []row, retErr error) {
 	interval, tick, edits, pairs := sopts.s1Interval, sopts.s1Tick, sopts.s1Edits, sopts.s1Pairs
 	if edits < 1 || pairs < 1 || pairs > edits {
 		return nil, errors.New("-s1edits and -s1pairs must be at least 1, with no more pairs than edits")
@@ -63,13 +74,15 @@ func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error)
 	var sides []*s1Side
 
 	// memfs: sessions A and B.
-	storeID, err := env.seedStore(ctx, "s1 memfs", layout)
+	lid := strings.ToLower(id)
+	storeID, err := env.seedStore(ctx, lid+" memfs", layout)
 	if err != nil {
 		return nil, err
 	}
 	var mounts [2]*memfsMount
-	for i, label := range []string{"memfs-bench-s1-A", "memfs-bench-s1-B"} {
-		m, err := env.mountMemfsQuiet(ctx, storeID, label, interval, sopts.quiet, nil)
+	memLabels := [2]string{"memfs-bench-" + lid + "-A", "memfs-bench-" + lid + "-B"}
+	for i, label := range memLabels {
+		m, err := env.mountMemfsMode(ctx, storeID, label, mode, interval, sopts.quiet, 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +90,7 @@ func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error)
 		mounts[i] = m
 	}
 	mA := mounts[0]
-	sides = append(sides, &s1Side{system: "memfs", aLabel: "memfs-bench-s1-A", edits: edits, readDir: mounts[1].dir,
+	sides = append(sides, &s1Side{system: "memfs", aLabel: memLabels[0], edits: edits, readDir: mounts[1].dir,
 		write: func(rel string, data []byte) (time.Time, error) {
 			if err := writeFile(filepath.Join(mA.dir, rel), data); err != nil {
 				return time.Time{}, err
@@ -88,12 +101,12 @@ func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error)
 	// Official pairs: each session in its tool loop. The loops stop before
 	// the sessions' Cleanup.
 	officialPair := func(name, system string, n int, independent bool) error {
-		storeID, err := env.seedStore(ctx, "s1 "+name, layout)
+		storeID, err := env.seedStore(ctx, lid+" "+name, layout)
 		if err != nil {
 			return err
 		}
 		var tl [2]*toolLoop
-		labels := [2]string{"official-s1-" + name + "-A", "official-s1-" + name + "-B"}
+		labels := [2]string{"official-" + lid + "-" + name + "-A", "official-" + lid + "-" + name + "-B"}
 		for i, label := range labels {
 			o, err := env.newOfficial(label, interval)
 			if err != nil {
@@ -158,6 +171,9 @@ func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error)
 	}
 	mem, off, locked := lat["memfs"], lat["official"], lat["official, fixed phase"]
 	what := fmt.Sprintf("propagation A → B, %d edits each, %s sync interval both (memfs quiet %s), %s", edits, interval, quietText(sopts.quiet), layout)
+	if mode == worker.ModeDirectory {
+		what = fmt.Sprintf("directory mode: propagation A → B, %d edits each, %s sync interval both (memfs quiet %s, rescan every %s), %s", edits, interval, quietText(sopts.quiet), interval, layout)
+	}
 	p50m, p50o := percentile(mem, 50), percentile(off, 50)
 	p99m, p99o := percentile(mem, 99), percentile(off, 99)
 	spread := func(sys string) string {
@@ -172,16 +188,16 @@ func benchS1(ctx context.Context, cfg config, env *sEnv) (_ []row, retErr error)
 			secs(percentile(aWait[sys], 50)), secs(percentile(bSide, 50)), secs(percentile(bSide, 100)))
 	}
 	rows := []row{
-		{"S1", what + ": p50", "memfs " + secs(p50m), "official " + secs(p50o), ratioUp(p50m / p50o), "reported"},
-		{"S1", what + ": p99 (nearest rank)", "memfs " + secs(p99m), "official " + secs(p99o), ratioUp(p99m / p99o), goalAtMost(p99m/p99o, 0.3, "official")},
-		{"S1", "— spread", spread("memfs"), spread("official"), "—", "—"},
+		{id, what + ": p50", "memfs " + secs(p50m), "official " + secs(p50o), ratioUp(p50m / p50o), "reported"},
+		{id, what + ": p99 (nearest rank)", "memfs " + secs(p99m), "official " + secs(p99o), ratioUp(p99m / p99o), goalAtMost(p99m/p99o, 0.3, "official")},
+		{id, "— spread", spread("memfs"), spread("official"), "—", "—"},
 	}
 	if locked != nil {
 		p50l, p99l := percentile(locked, 50), percentile(locked, 99)
 		rows = append(rows,
-			row{"S1", "— context: one official pair started together, no pauses (one fixed relative phase of A's and B's syncs): p50 / p99", "memfs " + secs(p50m) + " / " + secs(p99m),
+			row{id, "— context: one official pair started together, no pauses (one fixed relative phase of A's and B's syncs): p50 / p99", "memfs " + secs(p50m) + " / " + secs(p99m),
 				"official, fixed phase " + secs(p50l) + " / " + secs(p99l), ratioUp(p50m/p50l) + " / " + ratioUp(p99m/p99l), "—"},
-			row{"S1", "— spread, fixed-phase pair", "—", spread("official, fixed phase"), "—", "—"})
+			row{id, "— spread, fixed-phase pair", "—", spread("official, fixed phase"), "—", "—"})
 	}
 	return rows, nil
 }

@@ -1,7 +1,8 @@
 package main
 
-// The sync measures (S1–S3) compare memfs's mounts with the official
-// worker's memory sync (lib/environments.SessionMemoryStores of
+// The sync measures (S1–S3, and DM1–DM2 in directory mode: sdir.go)
+// compare memfs's mounts with the official worker's memory sync
+// (lib/environments.SessionMemoryStores of
 // github.com/anthropics/anthropic-sdk-go/v2), both against one in-process
 // `memfs serve` (store/server over store/sqlstore SQLite on /tmp) behind a
 // real loopback HTTP listener.
@@ -228,7 +229,16 @@ func (e *sEnv) mountMemfs(ctx context.Context, storeID, label string, interval t
 }
 
 // mountMemfsQuiet is mountMemfs with a quiet period (0: off).
-func (e *sEnv) mountMemfsQuiet(ctx context.Context, storeID, label string, interval, quiet time.Duration, took *time.Duration) (_ *memfsMount, err error) {
+func (e *sEnv) mountMemfsQuiet(ctx context.Context, storeID, label string, interval, quiet time.Duration, took *time.Duration) (*memfsMount, error) {
+	return e.mountMemfsMode(ctx, storeID, label, worker.ModeFUSE, interval, quiet, 0, took)
+}
+
+// mountMemfsMode is mountMemfsQuiet in a mount mode: worker.ModeFUSE, or
+// worker.ModeDirectory (the store written into the mount path as plain
+// files; MountStore returns once every file is written). A directory is
+// rescanned every rescan (0: every interval, as memfs mount
+// --mount-mode directory does).
+func (e *sEnv) mountMemfsMode(ctx context.Context, storeID, label, mode string, interval, quiet, rescan time.Duration, took *time.Duration) (_ *memfsMount, err error) {
 	mm := &memfsMount{}
 	defer func() {
 		if err != nil {
@@ -255,6 +265,8 @@ func (e *sEnv) mountMemfsQuiet(ctx context.Context, storeID, label string, inter
 			Owner: fs.Ownership{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
 		},
 		Mountpoint: mm.dir,
+		Mode:       mode,
+		Rescan:     rescan,
 		FS:         fs.MountOptions{AllowOther: os.Geteuid() == 0},
 		Log:        log.WithField("bench", label),
 	})
