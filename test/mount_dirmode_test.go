@@ -467,7 +467,7 @@ func TestMountDirectorySymlink(t *testing.T) {
 	}
 	notUp := map[string]string{}
 	for _, c := range stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir).Sync.Pending {
-		notUp[c.Path] = c.Op + ": " + c.Error
+		notUp[c.Path] = c.Op + ": " + c.Reason + " " + c.Error
 	}
 	for _, p := range []string{"/link.md", "/linkdir"} {
 		if !strings.Contains(notUp[p], "a symbolic link: never followed or uploaded") {
