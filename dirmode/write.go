@@ -67,21 +67,14 @@ func (d *Dir) applyOne(c fs.Change) error {
 	if err != nil {
 		return err
 	}
-	if o := d.byPath[c.Path]; o != nil && o != cur {
-		d.drop(o)
-	}
-	if cur == nil {
-		cur = &entry{fileID: c.FileID, path: c.Path}
-		d.add(cur)
-	} else {
-		d.moveTo(cur, c.Path)
-	}
+	cur = d.placeEntry(cur, c)
 	d.record(cur, sha, st)
 	return nil
 }
 
-// applyReplayed records a change replayed at Open. REQUIRES: d.mu held.
-func (d *Dir) applyReplayed(cur *entry, c fs.Change, sha string) error {
+// placeEntry puts cur (nil: a new entry for c's file) at c's path, in
+// place of the entry there. REQUIRES: d.mu held.
+func (d *Dir) placeEntry(cur *entry, c fs.Change) *entry {
 	if o := d.byPath[c.Path]; o != nil && o != cur {
 		d.drop(o)
 	}
@@ -91,6 +84,12 @@ func (d *Dir) applyReplayed(cur *entry, c fs.Change, sha string) error {
 	} else {
 		d.moveTo(cur, c.Path)
 	}
+	return cur
+}
+
+// applyReplayed records a change replayed at Open. REQUIRES: d.mu held.
+func (d *Dir) applyReplayed(cur *entry, c fs.Change, sha string) error {
+	cur = d.placeEntry(cur, c)
 	cur.sha, cur.replayed = sha, c.Content
 	cur.rec = nil
 	if r, ok := d.baseline[c.Path]; ok {
