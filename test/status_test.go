@@ -204,7 +204,7 @@ func TestStatusReadOnlyMount(t *testing.T) {
 	if ms := stStatus(t, "--state-dir", e.stateDir).mount(t, m.Dir); ms.Access != "read_only" || ms.StoreName != t.Name() {
 		t.Errorf("read-only mount: access %s, store name %q", ms.Access, ms.StoreName)
 	}
-	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "access      read_only\n  pending     - (read-only") {
+	if text := stText(t, "--state-dir", e.stateDir); !strings.Contains(text, "access      read_only\n  mode        fuse\n  pending     - (read-only") {
 		t.Errorf("memfs status of a read-only mount:\n%s", text)
 	}
 	mtStop(t, m)

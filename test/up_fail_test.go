@@ -60,9 +60,11 @@ func TestUpSessionFails(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), upFailTimeout)
 		defer cancel()
 		// Every open of /dev/fuse fails with ENOENT, as on a host without
-		// the fuse module or a container without the device.
+		// the fuse module or a container without the device; --mount-mode
+		// fuse refuses to fall back to a folder (auto's fallback is
+		// TestMountAutoWithoutFUSE's).
 		cmd := exec.CommandContext(ctx, strace, "-f", "-qq", "-o", "/dev/null", "-P", "/dev/fuse", "-e", "trace=openat", "-e", "inject=openat:error=ENOENT",
-			harness.Binary(t), "up", "--data-dir", filepath.Join(base, "data"), "--memory-root", root, "--listen", "127.0.0.1:0")
+			harness.Binary(t), "up", "--mount-mode", "fuse", "--data-dir", filepath.Join(base, "data"), "--memory-root", root, "--listen", "127.0.0.1:0")
 		// Its own group, killed whole at the deadline: strace and memfs up.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -389,6 +389,9 @@ func (s *Session) mountAll(ctx context.Context, api *client.Client, item store.W
 // store, which the mount takes up.
 func (s *Session) checkTargets(root memoryRoot, rs []store.SessionResource, log logrus.FieldLogger) (mode string, targets []mountTarget, err error) {
 	if mode, err = ChooseMode(s.cfg.MountMode, log); err != nil {
+		if len(rs) > 0 {
+			err = fmt.Errorf("mount memory store %s: %w", rs[0].MemoryStoreID, err)
+		}
 		return "", nil, err
 	}
 	for _, r := range rs {
