@@ -56,6 +56,7 @@ type Dir struct {
 	restore     map[string]bool   // GUARDED_BY(mu): read-only: file ids to fetch again
 	stats       Stats             // GUARDED_BY(mu)
 	warned      map[string]bool   // GUARDED_BY(mu): one warning per kind
+	looks       uint64            // GUARDED_BY(mu): the looks made, numbering each (disk.gen)
 
 	events *watcher
 	stop   chan struct{}

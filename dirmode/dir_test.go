@@ -594,3 +594,29 @@ func TestDirSwapIsOneChange(t *testing.T) {
 		t.Fatalf("/a.md is %s", id)
 	}
 }
+
+// Two stores' folders are looked at at once (a session mounts up to 8):
+// a look's numbering is its folder's own (under -race, a shared counter
+// is a data race).
+func TestDirLooksOfTwoFoldersAtOnce(t *testing.T) {
+	a := newDirEnv(t, map[string]string{"/a.md": "a\n"})
+	b := newDirEnv(t, map[string]string{"/b.md": "b\n"})
+	var wg sync.WaitGroup
+	for _, e := range []*dirEnv{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				e.d.Look()
+			}
+		}()
+	}
+	wg.Wait()
+	a.write("/a.md", "a2\n")
+	a.d.Look()
+	b.d.Look()
+	wantOps(t, a.j.take(), "/a.md=a2\n")
+	if ops := b.j.take(); len(ops) != 0 {
+		t.Fatalf("the other folder journaled %v", summary(ops))
+	}
+}

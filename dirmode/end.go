@@ -31,7 +31,7 @@ func (d *Dir) End() (left []string) {
 			d.dirty = true
 		}
 	}
-	dk, err := walk(d.root, nil, nil)
+	dk, err := walk(d.root, nil, 0, nil)
 	if err != nil {
 		d.log.WithError(err).Warn("the store's folder can't be read at its end: left as it is")
 		return []string{d.opts.Dir}

@@ -35,7 +35,8 @@ func (d *Dir) lookLocked(explicit bool) (again bool) {
 	if !d.checkRoot() {
 		return true
 	}
-	dk, err := walk(d.root, d.byPath, d.watchDir)
+	d.looks++
+	dk, err := walk(d.root, d.byPath, d.looks, d.watchDir)
 	if err != nil {
 		d.log.WithError(err).Error("the store's folder can't be read: its changes wait")
 		return true

@@ -71,7 +71,7 @@ func (d *Dir) writeReplayed() {
 // removeLeftTmp removes the temporary files of writes a crash cut short.
 // REQUIRES: d.mu held.
 func (d *Dir) removeLeftTmp() {
-	dk, err := walk(d.root, nil, nil)
+	dk, err := walk(d.root, nil, 0, nil)
 	if err != nil {
 		return
 	}

@@ -27,16 +27,13 @@ type disk struct {
 	present []*entry               // settled, waiting for content the folder holds as recorded
 }
 
-// lookGen numbers the walks (under the Dir's lock, which every walk holds).
-var lookGen uint64
-
 // walk lists the folder below root. Files as their entry (in known)
-// recorded them are only counted (disk.settle); the others are listed. onDir is called with each directory's
+// recorded them are only counted (disk.settle) and marked with gen, the
+// look's number (non-zero when known is given); the others are listed. onDir is called with each directory's
 // store path and an open descriptor of it (the root's first), for the
 // watch. A name at a known path is not checked again.
-func walk(root int, known map[string]*entry, onDir func(p string, fd int)) (*disk, error) {
-	lookGen++
-	d := &disk{files: map[string]fileStat{}, dirs: map[string]unix.Stat_t{}, skipped: map[string]string{}, known: known, gen: lookGen}
+func walk(root int, known map[string]*entry, gen uint64, onDir func(p string, fd int)) (*disk, error) {
+	d := &disk{files: map[string]fileStat{}, dirs: map[string]unix.Stat_t{}, skipped: map[string]string{}, known: known, gen: gen}
 	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
