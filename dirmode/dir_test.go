@@ -620,3 +620,19 @@ func TestDirLooksOfTwoFoldersAtOnce(t *testing.T) {
 		t.Fatalf("the other folder journaled %v", summary(ops))
 	}
 }
+
+func TestDirStartRemovesTemporaryFilesACrashLeft(t *testing.T) {
+	e := newDirEnv(t, map[string]string{"/n/a.md": "a\n"})
+	e.d.Freeze()
+	e.write("/n/"+tmpPrefix+"0123", "half a write")
+	e.open(map[string]string{"/n/a.md": "a\n"})
+	if _, err := os.Stat(e.path("/n/" + tmpPrefix + "0123")); !os.IsNotExist(err) {
+		t.Fatalf("a temporary file a crash left is still there: %v", err)
+	}
+	if ops := e.j.take(); len(ops) != 0 {
+		t.Fatalf("journaled %v", summary(ops))
+	}
+	if !e.d.Stats().Watching {
+		t.Fatal("the folder is not watched after the start")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/fs"
@@ -42,6 +41,9 @@ func (d *Dir) lookLocked(explicit bool) (again bool) {
 		return true
 	}
 	d.skipped = dk.skipped
+	if !d.started {
+		d.removeLeftTmp(dk.leftTmp) // a start: no write of ours is under way
+	}
 	if !d.checkMarker() {
 		d.redownloadMissing(dk)
 		return true
@@ -367,5 +369,3 @@ func (d *Dir) poke() {
 	default:
 	}
 }
-
-var _ = logrus.Fields{}

@@ -28,22 +28,20 @@ const saveEvery = time.Second
 // LazyCount is 0.
 func (d *Dir) Begin() {
 	d.mu.Lock()
+	w, err := newWatcher(d.poke)
+	if err != nil {
+		d.log.WithError(err).Warn("the store's folder can't be watched (inotify): its changes are found by the rescan every interval")
+	} else {
+		d.events = w // before the look: its walk adds the watches
+	}
 	d.setRootOwner()
 	d.writeMarker()
 	d.lookLocked(true)
-	d.removeLeftTmp()
 	d.started = true
 	d.writeReplayed()
 	d.baseline = nil
 	d.dirty = true
 	d.saveLocked()
-	w, err := newWatcher(d.poke)
-	if err != nil {
-		d.log.WithError(err).Warn("the store's folder can't be watched (inotify): its changes are found by the rescan every interval")
-	} else {
-		d.events = w
-		d.lookLocked(true) // adds the watches; what changed since is taken
-	}
 	d.mu.Unlock()
 	go d.loop()
 }
@@ -68,14 +66,10 @@ func (d *Dir) writeReplayed() {
 	}
 }
 
-// removeLeftTmp removes the temporary files of writes a crash cut short.
-// REQUIRES: d.mu held.
-func (d *Dir) removeLeftTmp() {
-	dk, err := walk(d.root, nil, 0, nil)
-	if err != nil {
-		return
-	}
-	for _, p := range dk.leftTmp {
+// removeLeftTmp removes the temporary files of writes a crash cut short
+// (a start's look found them). REQUIRES: d.mu held.
+func (d *Dir) removeLeftTmp(paths []string) {
+	for _, p := range paths {
 		dir, name := parentOf(p)
 		if fd, err := openDir(d.root, dir); err == nil {
 			unix.Unlinkat(fd, name, 0)

@@ -3,12 +3,12 @@ package worker
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/memfs/memfs/dirmode"
 	"github.com/memfs/memfs/fs"
@@ -129,7 +129,7 @@ func (m *Mounted) folderBelowRoot() error {
 	t := mountTarget{Path: opts.Mountpoint, Root: opts.MemoryRoot, Rel: rel}
 	hold := createMountDir
 	if fd, err := openNoSymlinks(t.Canon()); err == nil {
-		closeFD(fd)
+		unix.Close(fd)
 		if err := dirmode.TakeUp(opts.Mountpoint, opts.Engine.StoreID, opts.Engine.StateDir); err != nil {
 			return err
 		}
@@ -186,5 +186,3 @@ func (m *Mounted) closeFolder(ctx context.Context) error {
 	m.log.Info("memory store's folder closed")
 	return jerr
 }
-
-func closeFD(fd int) { os.NewFile(uintptr(fd), "").Close() }
