@@ -71,29 +71,37 @@ type memoryPrefixJSON struct {
 }
 
 // MarshalJSON writes a memory or a memory_prefix object.
-func (it MemoryListItem) MarshalJSON() ([]byte, error) {
+func (it MemoryListItem) MarshalJSON() ([]byte, error) { return json.Marshal(it.wire()) }
+
+// wire is the item's wire object, a value encoding/json writes without
+// calling a marshaler (whose output it would scan and compact again).
+func (it MemoryListItem) wire() any {
 	if it.Memory != nil {
-		return json.Marshal(it.Memory)
+		return it.Memory
 	}
-	return json.Marshal(memoryPrefixJSON{Type: TypeMemoryPrefix, Path: it.Prefix})
+	return memoryPrefixJSON{Type: TypeMemoryPrefix, Path: it.Prefix}
 }
 
-// UnmarshalJSON reads either object, by its type field.
+// UnmarshalJSON reads either object, by its type field, in one decode: a
+// memory_prefix has a type and a path, as a memory has.
 func (it *MemoryListItem) UnmarshalJSON(b []byte) error {
-	var probe memoryPrefixJSON
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return err
-	}
-	if probe.Type == TypeMemoryPrefix {
-		*it = MemoryListItem{Prefix: probe.Path}
-		return nil
-	}
 	var m Memory
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
-	*it = MemoryListItem{Memory: &m}
+	*it = ListItemOf(&m)
 	return nil
+}
+
+// ListItemOf is the listing item that m decodes as: a memory_prefix item
+// (its path the prefix) when its type says so, else the memory m. A
+// listing decoded as []Memory and then turned into items reads each
+// item's bytes once (see client.ListMemories).
+func ListItemOf(m *Memory) MemoryListItem {
+	if m.Type == TypeMemoryPrefix {
+		return MemoryListItem{Prefix: m.Path}
+	}
+	return MemoryListItem{Memory: m}
 }
 
 // Actor is who made a change: an api_actor (an API key) or a
@@ -165,17 +173,21 @@ type Page[T any] struct {
 	NextPage string
 }
 
-// pageJSON is the wire form of Page.
-type pageJSON[T any] struct {
+// PageWire is the wire form of Page. Decoding into it (then Page) skips
+// Page's UnmarshalJSON, whose bytes encoding/json would scan once more.
+type PageWire[T any] struct {
 	Data     []T     `json:"data"`
 	NextPage *string `json:"next_page"`
 }
 
 // MarshalJSON writes {data, next_page} with a null next_page on the last page.
 func (p Page[T]) MarshalJSON() ([]byte, error) {
-	w := pageJSON[T]{Data: p.Data}
-	if w.Data == nil {
-		w.Data = []T{}
+	w := PageWire[any]{Data: make([]any, len(p.Data))}
+	for i, it := range p.Data {
+		w.Data[i] = it
+		if li, ok := any(it).(MemoryListItem); ok {
+			w.Data[i] = li.wire() // one encoding pass, not two
+		}
 	}
 	if p.NextPage != "" {
 		w.NextPage = &p.NextPage
@@ -185,16 +197,21 @@ func (p Page[T]) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads {data, next_page}.
 func (p *Page[T]) UnmarshalJSON(b []byte) error {
-	var w pageJSON[T]
+	var w PageWire[T]
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	p.Data = w.Data
-	p.NextPage = ""
+	*p = w.Page()
+	return nil
+}
+
+// Page is the page w holds.
+func (w PageWire[T]) Page() Page[T] {
+	p := Page[T]{Data: w.Data}
 	if w.NextPage != nil {
 		p.NextPage = *w.NextPage
 	}
-	return nil
+	return p
 }
 
 // DeletedObject is the answer to a delete: {id, type}.

@@ -132,7 +132,17 @@ func (c *Client) ListMemories(ctx context.Context, storeID string, opts store.Li
 	}
 	setInt(q, "limit", opts.Limit)
 	setStr(q, "page", opts.Page)
-	var p store.Page[store.MemoryListItem]
-	err := c.do(ctx, request{method: http.MethodGet, path: storePath(storeID, "memories"), query: q}, &p)
-	return p, err
+	// Decoded as memories, then turned into items: a full page is mostly
+	// content, and its bytes are scanned twice (validated, decoded), not
+	// again by Page's and MemoryListItem's UnmarshalJSON.
+	var wire store.PageWire[store.Memory]
+	if err := c.do(ctx, request{method: http.MethodGet, path: storePath(storeID, "memories"), query: q}, &wire); err != nil {
+		return store.Page[store.MemoryListItem]{}, err
+	}
+	raw := wire.Page()
+	p := store.Page[store.MemoryListItem]{Data: make([]store.MemoryListItem, len(raw.Data)), NextPage: raw.NextPage}
+	for i := range raw.Data {
+		p.Data[i] = store.ListItemOf(&raw.Data[i])
+	}
+	return p, nil
 }

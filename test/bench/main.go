@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -57,7 +58,19 @@ func main() {
 	flag.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent clients for the store service measures")
 	flag.IntVar(&cfg.n, "n", 2000, "operations per repetition")
 	flag.IntVar(&cfg.prefill, "prefill", 0, "D1: memories already in the store when the creates start")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (server, mounts and clients: all in this process) to `FILE`")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: %v\n", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cfg.pgURL = os.Getenv("MEMFS_BENCH_POSTGRES_URL")
 	if cfg.pgURL == "" {
 		cfg.pgURL = os.Getenv("MEMFS_TEST_POSTGRES_URL")
@@ -93,6 +106,7 @@ func main() {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.measure, r.what, r.value, r.reference, r.ratio, r.goal)
 	}
 	if failed {
+		pprof.StopCPUProfile() // os.Exit runs no deferred call
 		os.Exit(1)
 	}
 }

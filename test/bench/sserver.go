@@ -90,6 +90,7 @@ var sTempPfx = fmt.Sprintf("memfs-bench-s-%d-", os.Getpid())
 // sEnv is one in-process memfs serve with its request counter.
 type sEnv struct {
 	dir     string
+	folders string // where the folders of mounts and official sessions go (sdisk.go)
 	base    string
 	key     string
 	counter *reqCounter
@@ -112,6 +113,9 @@ func newSEnv(ctx context.Context) (_ *sEnv, err error) {
 		return nil, err
 	}
 	e.undo.add(func() error { return os.RemoveAll(e.dir) })
+	if e.folders, err = freshDisk(&e.undo); err != nil {
+		return nil, err
+	}
 	db, err := sqlstore.Open(ctx, filepath.Join(e.dir, "bench.db"), sqlstore.Options{MaxMemoriesPerStore: 1 << 30})
 	if err != nil {
 		return nil, err
@@ -245,7 +249,7 @@ func (e *sEnv) mountMemfsMode(ctx context.Context, storeID, label, mode string, 
 			mm.close()
 		}
 	}()
-	tmp, err := os.MkdirTemp("", sTempPfx+"memfs-")
+	tmp, err := os.MkdirTemp(e.folders, sTempPfx+"memfs-")
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +306,7 @@ func (e *sEnv) newOfficial(label string, interval time.Duration) (_ *officialSes
 			o.close()
 		}
 	}()
-	tmp, err := os.MkdirTemp("", sTempPfx+"official-")
+	tmp, err := os.MkdirTemp(e.folders, sTempPfx+"official-")
 	if err != nil {
 		return nil, err
 	}
