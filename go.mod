@@ -31,7 +31,10 @@ require (
 	honnef.co/go/tools v0.8.2 // indirect
 )
 
-require github.com/creack/pty v1.1.24
+require (
+	github.com/aymanbagabas/go-udiff v0.4.2
+	github.com/creack/pty v1.1.24
+)
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

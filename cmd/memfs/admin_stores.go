@@ -20,11 +20,12 @@ sessions mount as a directory.`,
 		{"update", "STORE [--name N] [--description D] [--metadata K=V|K= ...]", "rename, describe or tag a store", storesUpdate},
 		{"archive", "STORE", "make a store read-only for ever", storesArchive},
 		{"rm", "STORE --yes", "delete a store with all its memories and versions", storesRm},
+		{"revert", "STORE --session ID | --since TIME [--dry-run] [--force]", "undo a session's changes, or every change since a time", storesRevert},
 	},
 }
 
 func init() {
-	registerGroup(storesGroup, "manage memory stores (create, ls, get, update, archive, rm)")
+	registerGroup(storesGroup, "manage memory stores (create, ls, get, update, archive, rm, revert)")
 }
 
 func storesCreate(a *admin, args []string) error {

@@ -100,8 +100,11 @@ func exitStatus(name string, err error) int {
 		fmt.Fprintf(os.Stderr, "%s: %s (see '%s --help')\n", name, ue.msg, help)
 		return 2
 	}
-	fmt.Fprintf(os.Stderr, "%s: %s\n", name, err)
 	var ee exitError
+	if errors.As(err, &ee) && ee.msg == "" {
+		return ee.code // a status that says it all (memfs diff's 1: the contents differ)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s\n", name, err)
 	if errors.As(err, &ee) {
 		return ee.code
 	}

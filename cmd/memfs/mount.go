@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/memfs/memfs/fs"
+	"github.com/memfs/memfs/history"
 	"github.com/memfs/memfs/store/client"
 	"github.com/memfs/memfs/syncqueue"
 	"github.com/memfs/memfs/worker"
@@ -89,7 +90,7 @@ func defaultStateDir() string {
 }
 
 // mountUsage is memfs mount --help, before the flags.
-const mountUsage = `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only] [--mkdir] [flags] MOUNTPOINT
+const mountUsage = `Usage: memfs mount --api-url URL --api-key-file FILE --store ID [--read-only | --at TIME] [--mkdir] [flags] MOUNTPOINT
        memfs mount -o api_url=URL,api_key_file=FILE[,ro,...] --store ID MOUNTPOINT
        mount.memfs STORE MOUNTPOINT [-sfnv] [-o OPTIONS]   (mount(8)'s helper)
 
@@ -107,6 +108,13 @@ replayed by the next 'memfs mount' of the store with the same
 waiting (for the final sync, or for a busy mount to be let go): the mount
 is detached anyway (lazily if busy) and the journal keeps what was not
 uploaded. SIGUSR1 runs a sync pass at once.
+
+--at TIME mounts the store read-only as it was then (an RFC 3339 time, or a
+duration ago such as 2h): each memory at its last version at or before
+TIME, a memory deleted by then absent, one whose version then is redacted
+left out (with a warning). It is built from the memory versions, so it
+works with any key that can list them; it shows nothing that happens
+later. memfs log, show, diff and restore work on its files.
 
 Exit status: 0 stopped, and everything closed on the mount reached the
 store; 1 an error; 2 a usage error; 3 stopped, but changes are left in
@@ -148,6 +156,7 @@ type mountArgs struct {
 	metricsListen           string
 	tls                     apiTLS
 	readOnly, debug         bool
+	at                      time.Time // --at: the store as it was then (zero: as it is)
 	mkdir                   mkdirFlag
 	mountpoint              string
 	interval, quiet         time.Duration
@@ -171,6 +180,7 @@ func parseMountArgs(args []string) (mountArgs, error) {
 	tlsFlags.add(fset)
 	fset.StringVar(&a.storeID, "store", "", "the memory store id (memstore_...)")
 	fset.BoolVar(&a.readOnly, "read-only", false, "mount read-only: nothing on the mount can change")
+	at := fset.String("at", "", "mount the store read-only as it was at this time: RFC 3339 (2026-12-01T09:30:00Z) or a duration ago (2h, 3d); built from its memory versions")
 	fset.BoolVar(&a.debug, "fuse-debug", false, "log every FUSE request (very verbose)")
 	fset.Var(&a.mkdir, "mkdir", "create MOUNTPOINT and its missing parents (like mkdir -p; --mkdir=MODE: the parents' mode, default 0755); without it MOUNTPOINT must exist")
 	a.sf.add(fset)
@@ -190,6 +200,15 @@ func parseMountArgs(args []string) (mountArgs, error) {
 	a.mountpoint = pos[0]
 	if a.storeID == "" {
 		return a, usagef("--store is required")
+	}
+	if *at != "" {
+		if a.at, err = history.ParseTime(*at, time.Now()); err != nil {
+			return a, usagef("--at: %v", err)
+		}
+		if a.at.After(time.Now()) {
+			return a, usagef("--at %s is in the future", *at)
+		}
+		a.readOnly = true // the past is read-only
 	}
 	if a.apiKey, err = keyFlag.resolve(os.Getenv); err != nil {
 		return a, err
@@ -263,11 +282,30 @@ func runMount(args []string) error {
 	if err := prepareMountDir(a.mountpoint, a.mkdir); err != nil {
 		return err
 	}
+	var st syncqueue.Store = cl
+	if !a.at.IsZero() {
+		asOf, err := history.NewAsOf(ctx, cl, a.storeID, a.at)
+		if err != nil {
+			if h := serviceHint(err, a.apiURL); h != "" {
+				return fmt.Errorf("%w\nhint: %s", err, h)
+			}
+			return err
+		}
+		snap := asOf.Snapshot()
+		fields := logrus.Fields{"at": snap.At.UTC().Format(time.RFC3339Nano), "memories": len(snap.Entries), "versions_read": snap.Versions}
+		if len(snap.Redacted) > 0 {
+			fields["redacted_left_out"] = len(snap.Redacted)
+			log.WithFields(fields).Warn("mounting the store as it was, read-only; memories whose version then is redacted are left out: their path and content are gone for ever")
+		} else {
+			log.WithFields(fields).Info("mounting the store as it was, read-only")
+		}
+		st = asOf
+	}
 	status := startStatus(sf.stateDir, log)
 	defer status.Close()
 	m, err := worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
-			StoreID: a.storeID, Store: cl, StateDir: sf.stateDir, ReadOnly: a.readOnly,
+			StoreID: a.storeID, Store: st, StateDir: sf.stateDir, ReadOnly: a.readOnly,
 			Interval: a.interval, Quiet: a.quiet, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
 			Owner: a.owner, OnLoad: onLoad,
 		},

@@ -1,0 +1,158 @@
+package history
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/memfs/memfs/store"
+)
+
+// AsOf is a store as it was at a time, for a read-only mount (memfs mount
+// --at): it answers the sync engine's calls (syncqueue.Store) from a
+// Snapshot, reading each memory's content from its version when asked.
+// Nothing changes in it: it has no change feed, its versions listing is
+// empty (the engine finds nothing new to follow, and asks the store
+// nothing while idle), and every write is refused.
+type AsOf struct {
+	src     Source
+	storeID string
+	snap    Snapshot
+	byID    map[string]*Entry
+}
+
+// NewAsOf builds the store storeID as it was at at.
+func NewAsOf(ctx context.Context, src Source, storeID string, at time.Time) (*AsOf, error) {
+	snap, err := BuildSnapshot(ctx, src, storeID, at)
+	if err != nil {
+		return nil, err
+	}
+	a := &AsOf{src: src, storeID: storeID, snap: snap, byID: make(map[string]*Entry, len(snap.Entries))}
+	for i := range snap.Entries {
+		a.byID[snap.Entries[i].MemoryID] = &snap.Entries[i]
+	}
+	return a, nil
+}
+
+// Snapshot is what the store held then.
+func (a *AsOf) Snapshot() Snapshot { return a.snap }
+
+// GetStore reads the store itself (its name, whether it is archived).
+func (a *AsOf) GetStore(ctx context.Context, storeID string) (*store.Store, error) {
+	if err := a.check(storeID); err != nil {
+		return nil, err
+	}
+	return a.src.GetStore(ctx, storeID)
+}
+
+// ListMemories lists the snapshot as the API lists a store: path order,
+// under PathPrefix, deeper memories rolled up into memory_prefix items at
+// Depth. It answers in one page; content is never listed (the engine
+// then reads each memory with GetMemory).
+func (a *AsOf) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
+	var page store.Page[store.MemoryListItem]
+	if err := a.check(storeID); err != nil {
+		return page, err
+	}
+	prefix := opts.PathPrefix
+	if prefix == "" {
+		prefix = "/"
+	}
+	rolled := map[string]bool{}
+	for i := range a.snap.Entries {
+		e := &a.snap.Entries[i]
+		if !strings.HasPrefix(e.Path, prefix) {
+			continue
+		}
+		rest := e.Path[len(prefix):]
+		if j := nthSlash(rest, opts.Depth); j >= 0 {
+			dir := prefix + rest[:j+1]
+			if !rolled[dir] {
+				rolled[dir] = true
+				page.Data = append(page.Data, store.MemoryListItem{Prefix: dir})
+			}
+			continue
+		}
+		if opts.Full {
+			continue // no content here: GetMemory reads it
+		}
+		page.Data = append(page.Data, store.MemoryListItem{Memory: a.memory(e, nil)})
+	}
+	return page, nil
+}
+
+// nthSlash returns the index of the n-th '/' in s, or -1 when n <= 0 or
+// s has fewer.
+func nthSlash(s string, n int) int {
+	if n <= 0 {
+		return -1
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			if n--; n == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// GetMemory reads a memory's content as it was: its version's.
+func (a *AsOf) GetMemory(ctx context.Context, storeID, memoryID string) (*store.Memory, error) {
+	if err := a.check(storeID); err != nil {
+		return nil, err
+	}
+	e := a.byID[memoryID]
+	if e == nil {
+		return nil, store.Errorf(store.ErrNotFound, "memory %s was not in the store at %s", memoryID, a.snap.At.Format(time.RFC3339Nano))
+	}
+	v, err := a.src.GetVersion(ctx, storeID, e.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Content == nil {
+		return nil, store.Errorf(store.ErrNotFound, "version %s of %s has no content any more (redacted since)", e.VersionID, e.Path)
+	}
+	return a.memory(e, v.Content), nil
+}
+
+func (a *AsOf) memory(e *Entry, content *string) *store.Memory {
+	return &store.Memory{ID: e.MemoryID, Type: store.TypeMemory, MemoryStoreID: a.storeID, MemoryVersionID: e.VersionID,
+		Path: e.Path, Content: content, ContentSHA256: e.SHA256, ContentSizeBytes: e.Size, CreatedAt: e.Changed, UpdatedAt: e.Changed}
+}
+
+// ListVersions lists nothing: nothing happens to a store as it was.
+func (a *AsOf) ListVersions(ctx context.Context, storeID string, opts store.ListVersionsOptions) (store.Page[store.Version], error) {
+	return store.Page[store.Version]{}, a.check(storeID)
+}
+
+// Changes: a store as it was has no change feed.
+func (a *AsOf) Changes(ctx context.Context, storeID string, after int64, limit int, wait time.Duration) (store.ChangePage, error) {
+	return store.ChangePage{}, store.ErrFeedUnsupported
+}
+
+// CreateMemory is refused: the past is read-only.
+func (a *AsOf) CreateMemory(ctx context.Context, storeID, path, content string) (*store.Memory, error) {
+	return nil, a.readOnly()
+}
+
+// UpdateMemory is refused: the past is read-only.
+func (a *AsOf) UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error) {
+	return nil, a.readOnly()
+}
+
+// DeleteMemory is refused: the past is read-only.
+func (a *AsOf) DeleteMemory(ctx context.Context, storeID, memoryID string, expectedSHA256 *string) error {
+	return a.readOnly()
+}
+
+func (a *AsOf) readOnly() error {
+	return store.Errorf(store.ErrForbidden, "the store as it was at %s is read-only (memfs restore or memfs stores revert write the past back)", a.snap.At.Format(time.RFC3339))
+}
+
+func (a *AsOf) check(storeID string) error {
+	if storeID != a.storeID {
+		return store.Errorf(store.ErrNotFound, "memory store %s is not the one read as it was (%s)", storeID, a.storeID)
+	}
+	return nil
+}
