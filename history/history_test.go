@@ -152,7 +152,7 @@ func TestPlanRevertSession(t *testing.T) {
 		// its version before S's edit is redacted.
 		"red": (&vb{}).add("r1", "red", store.OpCreated, "/red", "r0", 1, "k").add("r2", "red", store.OpModified, "/red", "r1", 10, S).redact("r1").vs,
 	}
-	live := map[string]string{"/new": "new", "/ed": "ed", "/moved": "mv", "/both": "both", "/same": "same", "/other": "other", "/red": "red"}
+	live := lives("/new", "new", "/ed", "ed", "/moved", "mv", "/both", "both", "/same", "same", "/other", "other", "/red", "red")
 	got := stepsString(planRevert(Scope{SessionID: S}, h, live, false))
 	want := strings.Join([]string{
 		"both:restore /both>/both@b1 skip(changed since by session:sesn_O at 2026-12-01T09:20:00Z)",
@@ -172,6 +172,15 @@ func TestPlanRevertSession(t *testing.T) {
 	}
 }
 
+// lives is the store now: path, memory id, ... (each holding sha-ID).
+func lives(kv ...string) map[string]Live {
+	out := map[string]Live{}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i]] = Live{ID: kv[i+1], SHA256: "sha-" + kv[i+1]}
+	}
+	return out
+}
+
 func TestPlanRevertPaths(t *testing.T) {
 	const S = "sesn_S"
 	h := map[string][]store.Version{
@@ -181,7 +190,7 @@ func TestPlanRevertPaths(t *testing.T) {
 		// S deleted /c; someone else made a new /c since: taken.
 		"c": (&vb{}).add("c1", "c", store.OpCreated, "/c", "c", 1, "k").add("c2", "c", store.OpDeleted, "", "", 10, S).vs,
 	}
-	live := map[string]string{"/b": "a", "/a": "newa", "/c": "c-new"}
+	live := lives("/b", "a", "/a", "newa", "/c", "c-new")
 	got := stepsString(planRevert(Scope{SessionID: S}, h, live, false))
 	want := strings.Join([]string{
 		"newa:delete /a>",
@@ -191,6 +200,12 @@ func TestPlanRevertPaths(t *testing.T) {
 	if got != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", got, want)
 	}
+	// /c made again by an earlier revert, with the content it goes back
+	// to: nothing more to do.
+	live["/c"] = Live{ID: "c-again", SHA256: "sha-c"}
+	if got := stepsString(planRevert(Scope{SessionID: S}, h, live, false)); !strings.Contains(got, "c:none >/c@c1") || strings.Contains(got, "skip") {
+		t.Errorf("plan with /c made again:\n%s", got)
+	}
 }
 
 func TestPlanRevertSince(t *testing.T) {
@@ -198,7 +213,7 @@ func TestPlanRevertSince(t *testing.T) {
 		"a": (&vb{}).add("a1", "a", store.OpCreated, "/a", "a0", 1, "k").add("a2", "a", store.OpModified, "/a", "a1", 10, "sesn_1").add("a3", "a", store.OpModified, "/a", "a2", 20, "sesn_2").vs,
 		"b": (&vb{}).add("b1", "b", store.OpCreated, "/b", "b", 1, "k").vs,
 	}
-	live := map[string]string{"/a": "a", "/b": "b"}
+	live := lives("/a", "a", "/b", "b")
 	// Since minute 5: both later edits go, whoever made them; b is untouched.
 	got := stepsString(planRevert(Scope{Since: t0.Add(5 * time.Minute)}, h, live, false))
 	if got != "a:restore /a>/a@a1" {

@@ -72,13 +72,18 @@ type Plan struct {
 	Steps []Step
 }
 
+// Live is a memory in the store now, by its path.
+type Live struct {
+	ID     string
+	SHA256 string
+}
+
 // planRevert works out a revert from each touched memory's versions
-// (newest first, as listed), and the paths live in the store now (path ->
-// memory id). A memory changed in scope goes back to its version just
+// (newest first, as listed), and the memories in the store now by path. A memory changed in scope goes back to its version just
 // before the scope's first change to it; for a session, a memory someone
 // else changed after that first change is left alone and reported
 // (unless force), since undoing the session would undo their change too.
-func planRevert(scope Scope, histories map[string][]store.Version, live map[string]string, force bool) Plan {
+func planRevert(scope Scope, histories map[string][]store.Version, live map[string]Live, force bool) Plan {
 	plan := Plan{Scope: scope}
 	ids := make([]string, 0, len(histories))
 	for id := range histories {
@@ -156,8 +161,10 @@ func planOne(scope Scope, vs []store.Version, force bool) (Step, bool) {
 
 // checkPaths marks the steps whose path to go back to is taken by a
 // memory this revert leaves there (nor moves nor deletes), or by another
-// step. REQUIRES: the steps' Skip set from their own versions.
-func checkPaths(steps []Step, live map[string]string) {
+// step. A memory made again that is there already with the content it
+// goes back to (an earlier revert made it) needs nothing more.
+// REQUIRES: the steps' Skip set from their own versions.
+func checkPaths(steps []Step, live map[string]Live) {
 	leaving := map[string]bool{} // memory ids that leave their path
 	for _, s := range steps {
 		if s.Skip == "" && s.Path != "" && (s.Action == ActDelete || (s.Action == ActRestore && s.To != s.Path)) {
@@ -170,8 +177,12 @@ func checkPaths(steps []Step, live map[string]string) {
 		if s.Skip != "" || s.To == "" || s.To == s.Path || s.Action == ActNone || s.Action == ActDelete {
 			continue
 		}
-		if other, ok := live[s.To]; ok && other != s.MemoryID && !leaving[other] {
-			s.Skip = fmt.Sprintf("its path then, %s, is taken by %s", s.To, other)
+		if other, ok := live[s.To]; ok && other.ID != s.MemoryID && !leaving[other.ID] {
+			if s.Action == ActRecreate && s.Back.ContentSHA256 != nil && other.SHA256 == *s.Back.ContentSHA256 {
+				s.Action, s.NewMemoryID = ActNone, other.ID // made again already
+				continue
+			}
+			s.Skip = fmt.Sprintf("its path then, %s, is taken by %s", s.To, other.ID)
 			continue
 		}
 		if other, ok := claimed[s.To]; ok {
@@ -222,9 +233,9 @@ func PlanRevert(ctx context.Context, w Writer, storeID string, scope Scope, forc
 	return planRevert(scope, histories, live, force), nil
 }
 
-// livePaths is path -> memory id of every memory in the store now.
-func livePaths(ctx context.Context, w Writer, storeID string) (map[string]string, error) {
-	live := map[string]string{}
+// livePaths is every memory in the store now, by path.
+func livePaths(ctx context.Context, w Writer, storeID string) (map[string]Live, error) {
+	live := map[string]Live{}
 	opts := store.ListMemoriesOptions{Limit: store.MaxListLimit}
 	for {
 		p, err := w.ListMemories(ctx, storeID, opts)
@@ -233,7 +244,7 @@ func livePaths(ctx context.Context, w Writer, storeID string) (map[string]string
 		}
 		for _, it := range p.Data {
 			if it.Memory != nil {
-				live[it.Memory.Path] = it.Memory.ID
+				live[it.Memory.Path] = Live{ID: it.Memory.ID, SHA256: it.Memory.ContentSHA256}
 			}
 		}
 		if p.NextPage == "" {
