@@ -47,12 +47,17 @@ func (a *AsOf) GetStore(ctx context.Context, storeID string) (*store.Store, erro
 
 // ListMemories lists the snapshot as the API lists a store: path order,
 // under PathPrefix, deeper memories rolled up into memory_prefix items at
-// Depth. It answers in one page; content is never listed (the engine
-// then reads each memory with GetMemory).
+// Depth, in one page. The full view is the store's own full listing, of
+// the memories that have not changed since (their version now is the
+// snapshot's): the engine fills those from it, 20 a request, and reads
+// the others one by one (GetMemory).
 func (a *AsOf) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
 	var page store.Page[store.MemoryListItem]
 	if err := a.check(storeID); err != nil {
 		return page, err
+	}
+	if opts.Full {
+		return a.unchanged(ctx, opts)
 	}
 	prefix := opts.PathPrefix
 	if prefix == "" {
@@ -73,12 +78,30 @@ func (a *AsOf) ListMemories(ctx context.Context, storeID string, opts store.List
 			}
 			continue
 		}
-		if opts.Full {
-			continue // no content here: GetMemory reads it
-		}
 		page.Data = append(page.Data, store.MemoryListItem{Memory: a.memory(e, nil)})
 	}
 	return page, nil
+}
+
+// unchanged is a page of the store's full listing, keeping the memories
+// whose version is the snapshot's (and the prefixes, which the engine's
+// listing walks).
+func (a *AsOf) unchanged(ctx context.Context, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
+	p, err := a.src.ListMemories(ctx, a.storeID, opts)
+	if err != nil {
+		return p, err
+	}
+	kept := p.Data[:0]
+	for _, it := range p.Data {
+		if it.Memory != nil {
+			if e := a.byID[it.Memory.ID]; e == nil || e.VersionID != it.Memory.MemoryVersionID || it.Memory.Content == nil {
+				continue
+			}
+		}
+		kept = append(kept, it)
+	}
+	p.Data = kept
+	return p, nil
 }
 
 // nthSlash returns the index of the n-th '/' in s, or -1 when n <= 0 or

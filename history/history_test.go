@@ -225,10 +225,11 @@ func TestPlanRevertSince(t *testing.T) {
 	}
 }
 
-// fakeSource serves versions for AsOf.
+// fakeSource serves a history of versions (newest first) as the API
+// would: the versions listing with its filters, and the memories now.
 type fakeSource struct {
 	vs   []store.Version
-	gets int
+	full bool // the whole versions listing up to a time was asked for
 }
 
 func (f *fakeSource) GetStore(ctx context.Context, id string) (*store.Store, error) {
@@ -236,23 +237,86 @@ func (f *fakeSource) GetStore(ctx context.Context, id string) (*store.Store, err
 }
 
 func (f *fakeSource) ListVersions(ctx context.Context, storeID string, opts store.ListVersionsOptions) (store.Page[store.Version], error) {
+	if opts.CreatedLTE != nil && opts.MemoryID == "" {
+		f.full = true
+	}
 	var p store.Page[store.Version]
 	for _, v := range f.vs {
-		if opts.CreatedLTE == nil || !v.CreatedAt.After(*opts.CreatedLTE) {
-			p.Data = append(p.Data, v)
+		switch {
+		case opts.CreatedLTE != nil && v.CreatedAt.After(*opts.CreatedLTE),
+			opts.CreatedGTE != nil && v.CreatedAt.Before(*opts.CreatedGTE),
+			opts.MemoryID != "" && v.MemoryID != opts.MemoryID:
+			continue
+		}
+		p.Data = append(p.Data, v)
+		if opts.Limit == 1 {
+			break
 		}
 	}
 	return p, nil
 }
 
 func (f *fakeSource) GetVersion(ctx context.Context, storeID, id string) (*store.Version, error) {
-	f.gets++
 	for _, v := range f.vs {
 		if v.ID == id {
 			return &v, nil
 		}
 	}
 	return nil, store.Errorf(store.ErrNotFound, "no %s", id)
+}
+
+// ListMemories lists the store now, as an AsOf of it lists.
+func (f *fakeSource) ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
+	now := &AsOf{storeID: storeID, snap: SnapshotOf(f.vs, t0.Add(1000*time.Hour))}
+	return now.ListMemories(ctx, storeID, opts)
+}
+
+// TestBuildSnapshotBothWays builds a store of 300 memories as it was at
+// moments of a history of creates, edits, moves and deletes, both from
+// the store now (few changes since) and from the versions listing (many),
+// and checks each against SnapshotOf of the whole history.
+func TestBuildSnapshotBothWays(t *testing.T) {
+	b := &vb{}
+	n := 0
+	next := func() string { n++; return fmt.Sprintf("v%05d", n) }
+	minute := 0
+	for i := 0; i < 300; i++ {
+		b.add(next(), fmt.Sprintf("m%03d", i), store.OpCreated, fmt.Sprintf("/d%d/m%03d", i%7, i), "c0", minute, "k")
+	}
+	for round := 1; round <= 3; round++ {
+		minute += 10
+		for i := 0; i < 300; i += round {
+			id := fmt.Sprintf("m%03d", i)
+			switch (i / 2) % 3 {
+			case 0:
+				b.add(next(), id, store.OpModified, fmt.Sprintf("/d%d/m%03d", i%7, i), fmt.Sprintf("c%d", round), minute, "k")
+			case 1:
+				b.add(next(), id, store.OpModified, fmt.Sprintf("/moved%d/m%03d", round, i), "c0", minute, "k")
+			}
+		}
+	}
+	minute += 10
+	b.add(next(), "m001", store.OpDeleted, "", "", minute, "k")
+	b.add(next(), "late", store.OpCreated, "/late", "l", minute+1, "k")
+	ctx := context.Background()
+	for _, c := range []struct {
+		minute  int
+		fromNow bool
+	}{{0, false}, {15, false}, {25, false}, {35, true}, {minute, true}, {minute + 5, true}} {
+		at := t0.Add(time.Duration(c.minute)*time.Minute + time.Second)
+		src := &fakeSource{vs: b.vs}
+		got, err := BuildSnapshot(ctx, src, "memstore_1", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := SnapshotOf(b.vs, at)
+		if paths(got) != paths(want) || len(got.Entries) == 0 {
+			t.Errorf("at minute %d: built %d entries, want %d:\n%s\nwant\n%s", c.minute, len(got.Entries), len(want.Entries), paths(got), paths(want))
+		}
+		if viaNow := !src.full; viaNow != c.fromNow {
+			t.Errorf("at minute %d: built from the store now: %v, want %v", c.minute, viaNow, c.fromNow)
+		}
+	}
 }
 
 func TestAsOfListsAsTheAPI(t *testing.T) {

@@ -197,7 +197,6 @@ func checkPaths(steps []Step, live map[string]Live) {
 // satisfies it.
 type Writer interface {
 	Source
-	ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error)
 	CreateMemory(ctx context.Context, storeID, path, content string) (*store.Memory, error)
 	UpdateMemory(ctx context.Context, storeID, memoryID string, in store.UpdateMemoryInput) (*store.Memory, error)
 	DeleteMemory(ctx context.Context, storeID, memoryID string, expectedSHA256 *string) error
@@ -208,7 +207,7 @@ type Writer interface {
 func PlanRevert(ctx context.Context, w Writer, storeID string, scope Scope, force bool) (Plan, error) {
 	opts := store.ListVersionsOptions{SessionID: scope.SessionID}
 	if scope.SessionID == "" {
-		since := scope.Since.Add(time.Microsecond) // after it: the store's times are microseconds
+		since := after(scope.Since)
 		opts.CreatedGTE = &since
 	}
 	touched, err := listAll(ctx, w, storeID, opts)
@@ -235,23 +234,15 @@ func PlanRevert(ctx context.Context, w Writer, storeID string, scope Scope, forc
 
 // livePaths is every memory in the store now, by path.
 func livePaths(ctx context.Context, w Writer, storeID string) (map[string]Live, error) {
-	live := map[string]Live{}
-	opts := store.ListMemoriesOptions{Limit: store.MaxListLimit}
-	for {
-		p, err := w.ListMemories(ctx, storeID, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list the memories of %s: %w", storeID, err)
-		}
-		for _, it := range p.Data {
-			if it.Memory != nil {
-				live[it.Memory.Path] = Live{ID: it.Memory.ID, SHA256: it.Memory.ContentSHA256}
-			}
-		}
-		if p.NextPage == "" {
-			return live, nil
-		}
-		opts.Page = p.NextPage
+	now, err := listNow(ctx, w, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("list the memories of %s: %w", storeID, err)
 	}
+	live := make(map[string]Live, len(now))
+	for _, m := range now {
+		live[m.Path] = Live{ID: m.ID, SHA256: m.ContentSHA256}
+	}
+	return live, nil
 }
 
 // Apply makes the plan's steps that are not skipped, each with its head's

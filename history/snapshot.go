@@ -13,6 +13,7 @@ import (
 // Client satisfies it.
 type Source interface {
 	GetStore(ctx context.Context, storeID string) (*store.Store, error)
+	ListMemories(ctx context.Context, storeID string, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error)
 	ListVersions(ctx context.Context, storeID string, opts store.ListVersionsOptions) (store.Page[store.Version], error)
 	GetVersion(ctx context.Context, storeID, versionID string) (*store.Version, error)
 }
@@ -75,17 +76,28 @@ func SnapshotOf(versions []store.Version, at time.Time) Snapshot {
 	return snap
 }
 
-// BuildSnapshot lists the versions of storeID made at or before at
-// (basic view: no content) and returns the store as it was then.
+// BuildSnapshot returns storeID as it was at at. When few memories
+// changed since (fromNow), it is the store now with those changes undone:
+// the listing a normal mount makes, the versions made after at, and one
+// lookup per memory they name. Else it is built from every version made
+// at or before at (basic view: no content).
 func BuildSnapshot(ctx context.Context, src Source, storeID string, at time.Time) (Snapshot, error) {
+	snap, ok, err := fromNow(ctx, src, storeID, at)
+	if err != nil || ok {
+		return snap, err
+	}
 	vs, err := listAll(ctx, src, storeID, store.ListVersionsOptions{CreatedLTE: &at})
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("list the versions of %s up to %s: %w", storeID, at.Format(time.RFC3339), err)
 	}
-	snap := SnapshotOf(vs, at)
+	snap = SnapshotOf(vs, at)
 	snap.Versions = len(vs)
 	return snap, nil
 }
+
+// after is the first time the store can stamp a version after t (its
+// times are microseconds): the created_at[gte] of "made after t".
+func after(t time.Time) time.Time { return t.Truncate(time.Microsecond).Add(time.Microsecond) }
 
 // listAll lists every version matching opts, newest first, following
 // next_page (store.MaxListLimit a page).
@@ -113,7 +125,12 @@ func Log(ctx context.Context, src Source, storeID, memoryID string) ([]store.Ver
 // VersionAt is memoryID's last version at or before at, with its
 // content (store.ErrNotFound when the memory had none by then).
 func VersionAt(ctx context.Context, src Source, storeID, memoryID string, at time.Time) (*store.Version, error) {
-	p, err := src.ListVersions(ctx, storeID, store.ListVersionsOptions{MemoryID: memoryID, CreatedLTE: &at, Limit: 1, Full: true})
+	return versionAt(ctx, src, storeID, memoryID, at, true)
+}
+
+// versionAt is VersionAt, with its content when full.
+func versionAt(ctx context.Context, src Source, storeID, memoryID string, at time.Time, full bool) (*store.Version, error) {
+	p, err := src.ListVersions(ctx, storeID, store.ListVersionsOptions{MemoryID: memoryID, CreatedLTE: &at, Limit: 1, Full: full})
 	if err != nil {
 		return nil, err
 	}

@@ -242,7 +242,15 @@ func (e *sEnv) mountMemfsQuiet(ctx context.Context, storeID, label string, inter
 // files; MountStore returns once every file is written). A directory is
 // rescanned every rescan (0: every interval, as memfs mount
 // --mount-mode directory does).
-func (e *sEnv) mountMemfsMode(ctx context.Context, storeID, label, mode string, interval, quiet, rescan time.Duration, took *time.Duration) (_ *memfsMount, err error) {
+func (e *sEnv) mountMemfsMode(ctx context.Context, storeID, label, mode string, interval, quiet, rescan time.Duration, took *time.Duration) (*memfsMount, error) {
+	return e.mountMemfsWith(ctx, storeID, label, mode, interval, quiet, rescan, took, nil)
+}
+
+// mountMemfsWith is mountMemfsMode with the engine's store made by wrap
+// from the mount's client (nil: the client itself), inside the time took
+// measures: memfs mount --at's history.AsOf (H1).
+func (e *sEnv) mountMemfsWith(ctx context.Context, storeID, label, mode string, interval, quiet, rescan time.Duration, took *time.Duration,
+	wrap func(*client.Client) (syncqueue.Store, error)) (_ *memfsMount, err error) {
 	mm := &memfsMount{}
 	defer func() {
 		if err != nil {
@@ -263,9 +271,17 @@ func (e *sEnv) mountMemfsMode(ctx context.Context, storeID, label, mode string, 
 	log.SetOutput(os.Stderr)
 	mm.dir = filepath.Join(tmp, "mnt")
 	start := time.Now()
+	var st syncqueue.Store = cl
+	readOnly := false
+	if wrap != nil {
+		if st, err = wrap(cl); err != nil {
+			return nil, err
+		}
+		readOnly = true
+	}
 	mm.m, err = worker.MountStore(ctx, worker.MountOptions{
 		Engine: syncqueue.EngineOptions{
-			StoreID: storeID, Store: cl, StateDir: filepath.Join(tmp, "state"), Interval: interval, Quiet: quiet,
+			StoreID: storeID, Store: st, ReadOnly: readOnly, StateDir: filepath.Join(tmp, "state"), Interval: interval, Quiet: quiet,
 			Owner: fs.Ownership{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
 		},
 		Mountpoint: mm.dir,
