@@ -44,7 +44,12 @@ func (c *cli) run(stdin string, args ...string) (string, string, error) {
 	var out, errb bytes.Buffer
 	aio := adminIO{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
 		getenv: func(k string) string { return c.env[k] }}
-	err := adminGroups[args[0]].run(context.Background(), aio, args[1:])
+	var err error
+	if run, ok := historyCommands[args[0]]; ok {
+		err = runHistory(context.Background(), aio, args[0], run, args[1:])
+	} else {
+		err = adminGroups[args[0]].run(context.Background(), aio, args[1:])
+	}
 	return out.String(), errb.String(), err
 }
 

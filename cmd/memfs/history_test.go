@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/memfs/memfs/store"
+)
+
+// TestHistoryBadInput: each bad argument of the history commands is a
+// clear error that writes nothing.
+func TestHistoryBadInput(t *testing.T) {
+	c := newCLI(t)
+	st := strings.TrimSpace(c.ok("", "stores", "create", "notes"))
+	c.ok("one\n", "memories", "put", st, "/a.md")
+	c.ok("two\n", "memories", "put", st, "/a.md")
+	for _, tc := range []struct {
+		args  []string
+		usage bool   // a usage error (exit 2)
+		code  int    // else an exitError's code (0: any other error)
+		kind  error  // else errors.Is this
+		say   string // the message holds this
+	}{
+		{args: []string{"show", "--store", st, "/a.md"}, usage: true, say: "PATH@VERSION"},
+		{args: []string{"show", "--store", st, "/a.md@yesterday"}, usage: true, say: "RFC 3339"},
+		{args: []string{"show", "--store", st, "/nope.md@1h"}, kind: store.ErrNotFound, say: "deleted memory"},
+		{args: []string{"show", "/not/on/a/mount.md@1h"}, usage: true, say: "not on a mounted memory store"},
+		{args: []string{"restore", "--store", st, "/a.md"}, usage: true, say: "--to"},
+		{args: []string{"restore", "--store", st, "/a.md", "--to", "memver_nope"}, kind: store.ErrNotFound},
+		{args: []string{"restore", "--store", st, "/a.md", "--to", "1h", "--expect-sha", "00"}, kind: store.ErrPreconditionFailed, say: "changed since you looked"},
+		{args: []string{"diff", "--store", st, "/a.md", "soon"}, usage: true, say: "duration ago"},
+		{args: []string{"diff", "--store", st, "/a.md", "memver_nope"}, code: diffTrouble},
+		{args: []string{"diff", "--store", st, "/a.md", "1h", "2h", "3h"}, usage: true, say: "unexpected argument"},
+		{args: []string{"stores", "revert", st}, usage: true, say: "--session ID or --since TIME"},
+		{args: []string{"stores", "revert", st, "--session", "sesn_1", "--since", "1h"}, usage: true, say: "one of"},
+		{args: []string{"stores", "revert", st, "--since", "1h", "--force"}, usage: true, say: "--force goes with --session"},
+		{args: []string{"stores", "revert", st, "--since", "tomorrow"}, usage: true, say: "--since"},
+	} {
+		_, _, err := c.run("", tc.args...)
+		var ue usageError
+		var ee exitError
+		switch {
+		case err == nil:
+			t.Errorf("memfs %s: no error", strings.Join(tc.args, " "))
+			continue
+		case tc.usage && !errors.As(err, &ue):
+			t.Errorf("memfs %s: %v, want a usage error", strings.Join(tc.args, " "), err)
+		case tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code):
+			t.Errorf("memfs %s: %v, want exit %d", strings.Join(tc.args, " "), err, tc.code)
+		case tc.kind != nil && !errors.Is(err, tc.kind):
+			t.Errorf("memfs %s: %v, want %v", strings.Join(tc.args, " "), err, tc.kind)
+		}
+		if !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("memfs %s: %q does not say %q", strings.Join(tc.args, " "), err, tc.say)
+		}
+	}
+	// Nothing was written: the memory has its two versions.
+	if rows := lines(c.ok("", "versions", "ls", st)); len(rows) != 3 {
+		t.Errorf("the bad commands wrote versions:\n%v", rows)
+	}
+}
+
+func TestMountAtFlag(t *testing.T) {
+	base := []string{"--api-key", "sk-x", "--store", "memstore_1", "/mnt/x"}
+	a, err := parseMountArgs(append([]string{"--at", "2h"}, base...))
+	if err != nil || a.at.IsZero() || !a.readOnly {
+		t.Errorf("--at 2h: %+v, %v; want a time and read-only", a.at, err)
+	}
+	for _, bad := range []string{"yesterday", "2999-01-01T00:00:00Z"} {
+		if _, err := parseMountArgs(append([]string{"--at", bad}, base...)); !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "--at") {
+			t.Errorf("--at %s: %v, want a usage error", bad, err)
+		}
+	}
+}
