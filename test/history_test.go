@@ -413,10 +413,17 @@ func TestHistoryRestore(t *testing.T) {
 	}
 }
 
-// TestHistoryOnMount runs log, show and diff on a file of a mount (the
-// store found from its marker), and checks diff's exit statuses.
+// TestHistoryOnMount runs log, show and diff on a file of a mount (a
+// folder in directory mode: the store found from its marker), and checks
+// diff's exit statuses.
 func TestHistoryOnMount(t *testing.T) {
-	e := newHsEnv(t, "", map[string]string{"/notes/a.md": "first line\n"})
+	for _, b := range serveBackends {
+		t.Run(b.name, func(t *testing.T) { hsOnMount(t, b.db(t)) })
+	}
+}
+
+func hsOnMount(t *testing.T, db string) {
+	e := newHsEnv(t, db, map[string]string{"/notes/a.md": "first line\n"})
 	hsPut(t, e.cl, e.storeID, "/notes/a.md", "first line\nsecond line\n")
 	e.mode = mtDirectory
 	m := e.mount()
