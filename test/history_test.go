@@ -257,6 +257,12 @@ func TestHistoryAtMount(t *testing.T) {
 				if redacted != (i > 0) {
 					t.Errorf("cut %d: the warning about a redacted version: %v, want %v:\n%s", i+1, redacted, i > 0, m.Output())
 				}
+				if i == 0 {
+					st := e.ok("status", "--state-dir", m.Opts.StateDir)
+					if !strings.Contains(st, "as of") || !strings.Contains(st, c.at.UTC().Format(time.RFC3339Nano)) || !strings.Contains(st, "read_only") {
+						t.Errorf("memfs status of an --at mount does not say as of when:\n%s", st)
+					}
+				}
 				if _, errOut, err := mtSh(t, m.Dir, "echo x > a.md"); err == nil || !strings.Contains(errOut, "Read-only file system") {
 					t.Errorf("cut %d: a write to the past: %v, %q; want EROFS", i+1, err, errOut)
 				}

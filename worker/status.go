@@ -52,6 +52,9 @@ type StatusServer struct {
 type MountLabels struct {
 	SessionID string `json:"session_id,omitempty"`
 	WorkID    string `json:"work_id,omitempty"`
+	// AsOf is the time of a mount of the store as it was (memfs mount
+	// --at): read-only, and following nothing.
+	AsOf *time.Time `json:"as_of,omitempty"`
 }
 
 // ProcessStatus is one process's answer.

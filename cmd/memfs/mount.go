@@ -283,7 +283,9 @@ func runMount(args []string) error {
 		return err
 	}
 	var st syncqueue.Store = cl
+	var labels worker.MountLabels
 	if !a.at.IsZero() {
+		labels.AsOf = &a.at
 		asOf, err := history.NewAsOf(ctx, cl, a.storeID, a.at)
 		if err != nil {
 			if h := serviceHint(err, a.apiURL); h != "" {
@@ -314,6 +316,7 @@ func runMount(args []string) error {
 		FS:         fs.MountOptions{AllowOther: a.allowOther, Debug: a.debug},
 		Log:        log,
 		Status:     status,
+		Labels:     labels,
 		Metrics:    mm,
 	})
 	if err != nil {

@@ -154,12 +154,14 @@ func printMount(out io.Writer, p worker.ProcessStatus, m worker.MountStatus, now
 		field("last error", "%s: %s", clock(*s.LastErrorAt, now), oneLine(s.LastError))
 	}
 	field("conflicts", "%d", m.Conflicts)
-	switch s.Follows {
-	case syncqueue.FollowsFeed:
+	switch {
+	case m.AsOf != nil:
+		field("as of", "%s: the store as it was then, read-only; it follows nothing", m.AsOf.UTC().Format(time.RFC3339Nano))
+	case s.Follows == syncqueue.FollowsFeed:
 		field("follows", "the store's change feed")
-	case syncqueue.FollowsVersions:
+	case s.Follows == syncqueue.FollowsVersions:
 		field("follows", "the versions created since the last one seen, every interval (no feed)")
-	case syncqueue.FollowsListing:
+	case s.Follows == syncqueue.FollowsListing:
 		field("follows", "listing the store every interval (no feed, no versions)")
 	}
 	if s.Damaged != nil {
