@@ -24,14 +24,17 @@ import (
 	"github.com/memfs/memfs/test/harness"
 )
 
-// hsEnv is a memfs serve process with one store, on a backend.
+// hsEnv is a memfs serve process with one store, on a backend. It runs
+// with the change feed off (--change-feed=false answers its route 404):
+// the hosted path, since the history commands use only the hosted API's
+// routes (memories, memory versions).
 type hsEnv struct {
 	*mtEnv
 }
 
 func newHsEnv(t *testing.T, db string, files map[string]string) *hsEnv {
 	t.Helper()
-	return &hsEnv{newMtEnvModeWith(t, mtDirectory, files, harness.ServeOptions{DB: db})}
+	return &hsEnv{newMtEnvModeWith(t, mtDirectory, files, harness.ServeOptions{DB: db, Args: []string{"--change-feed=false"}})}
 }
 
 // run runs `memfs ARGS...` with the serve's URL and admin key in the
