@@ -112,29 +112,34 @@ func (a *admin) findTarget(c *client.Client, arg, storeID string) (target, error
 }
 
 // onMount finds the store and the store path of a file on a mount: the
-// nearest folder above it holding the store's marker.
+// folder above it holding the store's marker. The outermost such folder
+// wins: a file named like the marker deeper down is a memory of the
+// store (an agent can write one), never a mount's root, so it can't send
+// the command to another store.
 func onMount(p string) (storeID, memPath string, err error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return "", "", err
 	}
+	root := ""
 	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
-		b, err := os.ReadFile(filepath.Join(dir, fs.MarkerName))
-		if err == nil {
-			id, ok := markerStore(b)
-			if !ok {
-				return "", "", fmt.Errorf("%s: not a memory store's marker", filepath.Join(dir, fs.MarkerName))
+		if b, err := os.ReadFile(filepath.Join(dir, fs.MarkerName)); err == nil {
+			if id, ok := markerStore(b); ok {
+				root, storeID = dir, id
 			}
-			rel, err := filepath.Rel(dir, abs)
-			if err != nil {
-				return "", "", err
-			}
-			return id, "/" + filepath.ToSlash(rel), nil
 		}
 		if dir == "/" {
-			return "", "", usagef("%s is not on a mounted memory store (no %s in a folder above it): give --store ID and the memory's path in the store", p, fs.MarkerName)
+			break
 		}
 	}
+	if root == "" {
+		return "", "", usagef("%s is not on a mounted memory store (no %s in a folder above it): give --store ID and the memory's path in the store", p, fs.MarkerName)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return "", "", err
+	}
+	return storeID, "/" + filepath.ToSlash(rel), nil
 }
 
 // markerStore reads the store id from a marker's content.
@@ -436,9 +441,9 @@ Examples:
 	case res.Unchanged:
 		a.printf("unchanged %s: it holds %s's content already\n", t.describe(), back.ID)
 	case res.Recreated:
-		a.printf("recreated %s (%s) with %s's content\n", res.Memory.Path, res.Memory.ID, back.ID)
+		a.printf("recreated %s (%s) in %s with %s's content\n", res.Memory.Path, res.Memory.ID, t.storeID, back.ID)
 	default:
-		a.printf("restored %s to %s's content (new version %s)\n", res.Memory.Path, back.ID, res.Memory.MemoryVersionID)
+		a.printf("restored %s in %s to %s's content (new version %s)\n", res.Memory.Path, t.storeID, back.ID, res.Memory.MemoryVersionID)
 	}
 	return nil
 }

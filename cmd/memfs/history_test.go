@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/memfs/memfs/fs"
 	"github.com/memfs/memfs/store"
 )
 
@@ -71,5 +74,38 @@ func TestMountAtFlag(t *testing.T) {
 		if _, err := parseMountArgs(append([]string{"--at", bad}, base...)); !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "--at") {
 			t.Errorf("--at %s: %v, want a usage error", bad, err)
 		}
+	}
+}
+
+// TestOnMountOutermostMarker: the store of a file on a mount is named by
+// the marker at the mount's root; a memory named like the marker deeper
+// down (an agent can write one, naming another store) is not a root.
+func TestOnMountOutermostMarker(t *testing.T) {
+	root := t.TempDir()
+	mnt := filepath.Join(root, "mnt", "notes")
+	write := func(p, content string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(mnt, fs.MarkerName), string(fs.MarkerContent("memstore_real")))
+	write(filepath.Join(mnt, "sub", fs.MarkerName), string(fs.MarkerContent("memstore_other")))
+	write(filepath.Join(mnt, "sub", "deep", "a.md"), "a")
+	write(filepath.Join(mnt, "bad", fs.MarkerName), "not a marker")
+	for _, c := range []struct{ file, store, path string }{
+		{filepath.Join(mnt, "sub", "deep", "a.md"), "memstore_real", "/sub/deep/a.md"},
+		{filepath.Join(mnt, "bad", "x.md"), "memstore_real", "/bad/x.md"},
+		{filepath.Join(mnt, "top.md"), "memstore_real", "/top.md"},
+	} {
+		st, p, err := onMount(c.file)
+		if err != nil || st != c.store || p != c.path {
+			t.Errorf("onMount(%s) = %s, %s, %v; want %s, %s", c.file, st, p, err, c.store, c.path)
+		}
+	}
+	if _, _, err := onMount(filepath.Join(root, "elsewhere.md")); !errors.As(err, new(usageError)) {
+		t.Errorf("a file on no mount: %v, want a usage error", err)
 	}
 }
