@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/memfs/memfs/store"
 )
@@ -214,16 +217,32 @@ func PlanRevert(ctx context.Context, w Writer, storeID string, scope Scope, forc
 	if err != nil {
 		return Plan{}, fmt.Errorf("list the versions of %s: %w", scope, err)
 	}
-	histories := map[string][]store.Version{}
+	var ids []string
+	seen := map[string]bool{}
 	for _, v := range touched {
-		if _, ok := histories[v.MemoryID]; ok {
-			continue
+		if !seen[v.MemoryID] {
+			seen[v.MemoryID] = true
+			ids = append(ids, v.MemoryID)
 		}
-		h, err := Log(ctx, w, storeID, v.MemoryID)
-		if err != nil {
-			return Plan{}, fmt.Errorf("list the versions of memory %s: %w", v.MemoryID, err)
-		}
-		histories[v.MemoryID] = h
+	}
+	histories := make(map[string][]store.Version, len(ids))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for _, id := range ids {
+		g.Go(func() error {
+			h, err := Log(gctx, w, storeID, id)
+			if err != nil {
+				return fmt.Errorf("list the versions of memory %s: %w", id, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			histories[id] = h
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Plan{}, err
 	}
 	live, err := livePaths(ctx, w, storeID)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/memfs/memfs/store"
 	"github.com/memfs/memfs/store/server/servertest"
+	"github.com/memfs/memfs/store/sqlstore"
 )
 
 const testAdminKey = servertest.AdminKey
@@ -31,10 +32,18 @@ type cli struct {
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
+	c, _ := newCLIWithDB(t)
+	return c
+}
+
+// newCLIWithDB is newCLI with the server's database, for a test that
+// writes what the API would not let it (as a session).
+func newCLIWithDB(t *testing.T) (*cli, *sqlstore.DB) {
+	t.Helper()
 	srv := servertest.New(t)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &cli{t: t, env: map[string]string{"MEMFS_API_URL": ts.URL, "MEMFS_API_KEY": testAdminKey}}
+	return &cli{t: t, env: map[string]string{"MEMFS_API_URL": ts.URL, "MEMFS_API_KEY": testAdminKey}}, srv.DB
 }
 
 var adminGroups = map[string]*adminGroup{"stores": storesGroup, "memories": memoriesGroup, "versions": versionsGroup}

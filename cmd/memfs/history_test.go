@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,5 +109,40 @@ func TestOnMountOutermostMarker(t *testing.T) {
 	}
 	if _, _, err := onMount(filepath.Join(root, "elsewhere.md")); !errors.As(err, new(usageError)) {
 		t.Errorf("a file on no mount: %v, want a usage error", err)
+	}
+}
+
+// TestStoresRevertInProcess runs a revert (many memories: its lookups run
+// in parallel) in this process, where -race sees it: a session's creates
+// and edits, written into the database as the session.
+func TestStoresRevertInProcess(t *testing.T) {
+	c, db := newCLIWithDB(t)
+	st := strings.TrimSpace(c.ok("", "stores", "create", "notes"))
+	ctx := context.Background()
+	sess := store.SessionActor("sesn_revert")
+	for i := 0; i < 30; i++ {
+		p := fmt.Sprintf("/keep/%02d.md", i)
+		m, err := db.CreateMemory(ctx, st, store.CreateMemoryInput{Path: p, Content: "before\n", Actor: store.APIActor("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := "injected\n"
+		if _, err := db.UpdateMemory(ctx, st, m.ID, store.UpdateMemoryInput{Content: &edited, Actor: sess}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CreateMemory(ctx, st, store.CreateMemoryInput{Path: fmt.Sprintf("/new/%02d.md", i), Content: "new\n", Actor: sess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.ok("", "stores", "revert", st, "--session", "sesn_revert")
+	var ms []store.Memory
+	c.jsonOut(&ms, "memories", "ls", st)
+	if len(ms) != 30 {
+		t.Fatalf("after the revert the store holds %d memories, want the 30 kept", len(ms))
+	}
+	for _, m := range ms {
+		if got := c.ok("", "memories", "cat", st, m.Path); got != "before\n" {
+			t.Errorf("%s holds %q after the revert", m.Path, got)
+		}
 	}
 }
