@@ -197,8 +197,8 @@ func (e *hsEnv) replayVersions(at time.Time) map[string]string {
 	return out
 }
 
-// TestHistoryAtMount mounts a store as it was at three moments of its
-// history (creates; an edit, a move, a delete and a create; a delete and a
+// TestHistoryAtMount mounts a store as it was (in both mount modes) at
+// three moments of its history (creates; an edit, a move, a delete and a create; a delete and a
 // create at the same path, an edit) and checks that each mount holds
 // exactly, in paths and bytes, what was written up to then, and what a
 // replay of the versions to then gives. A version redacted since is
@@ -250,26 +250,30 @@ func TestHistoryAtMount(t *testing.T) {
 				if d := mtDiff(e.replayVersions(c.at), c.want); d != "" {
 					t.Fatalf("cut %d: the versions replayed differ from what was written:\n%s", i+1, d)
 				}
-				dir := filepath.Join(t.TempDir(), "past")
-				m := harness.StartMount(t, harness.MountOptions{URL: e.serve.URL, APIKey: e.serve.AdminKey, Store: st, Dir: dir,
-					Args: []string{"--at", c.at.UTC().Format(time.RFC3339Nano)}})
-				if d := mtDiff(mtMountFiles(t, m.Dir), c.want); d != "" {
-					t.Errorf("cut %d: the --at mount differs from the store then (- mount, + then):\n%s", i+1, d)
-				}
-				redacted := strings.Contains(m.Output(), "redacted_left_out=1")
-				if redacted != (i > 0) {
-					t.Errorf("cut %d: the warning about a redacted version: %v, want %v:\n%s", i+1, redacted, i > 0, m.Output())
-				}
-				if i == 0 {
-					st := e.ok("status", "--state-dir", m.Opts.StateDir)
-					if !strings.Contains(st, "as of") || !strings.Contains(st, c.at.UTC().Format(time.RFC3339Nano)) || !strings.Contains(st, "read_only") {
-						t.Errorf("memfs status of an --at mount does not say as of when:\n%s", st)
+				for _, mode := range mtModes {
+					dir := filepath.Join(t.TempDir(), "past")
+					m := harness.StartMount(t, harness.MountOptions{URL: e.serve.URL, APIKey: e.serve.AdminKey, Store: st, Dir: dir,
+						Args: []string{"--at", c.at.UTC().Format(time.RFC3339Nano), "--mount-mode", mode}, Directory: mode == mtDirectory})
+					if d := mtDiff(mtMountFiles(t, m.Dir), c.want); d != "" {
+						t.Errorf("cut %d, %s: the --at mount differs from the store then (- mount, + then):\n%s", i+1, mode, d)
 					}
+					redacted := strings.Contains(m.Output(), "redacted_left_out=1")
+					if redacted != (i > 0) {
+						t.Errorf("cut %d, %s: the warning about a redacted version: %v, want %v:\n%s", i+1, mode, redacted, i > 0, m.Output())
+					}
+					if i == 0 && mode == mtFUSE {
+						st := e.ok("status", "--state-dir", m.Opts.StateDir)
+						if !strings.Contains(st, "as of") || !strings.Contains(st, c.at.UTC().Format(time.RFC3339Nano)) || !strings.Contains(st, "read_only") {
+							t.Errorf("memfs status of an --at mount does not say as of when:\n%s", st)
+						}
+					}
+					if mode == mtFUSE {
+						if _, errOut, err := mtSh(t, m.Dir, "echo x > a.md"); err == nil || !strings.Contains(errOut, "Read-only file system") {
+							t.Errorf("cut %d: a write to the past: %v, %q; want EROFS", i+1, err, errOut)
+						}
+					}
+					mtStop(t, m)
 				}
-				if _, errOut, err := mtSh(t, m.Dir, "echo x > a.md"); err == nil || !strings.Contains(errOut, "Read-only file system") {
-					t.Errorf("cut %d: a write to the past: %v, %q; want EROFS", i+1, err, errOut)
-				}
-				mtStop(t, m)
 			}
 		})
 	}
