@@ -2,7 +2,11 @@ package history
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memfs/memfs/store"
@@ -14,28 +18,130 @@ import (
 // Nothing changes in it: it has no change feed, its versions listing is
 // empty (the engine finds nothing new to follow, and asks the store
 // nothing while idle), and every write is refused.
+//
+// When no version was made after the time (the commonest --at: a moment
+// after the last change), the store now is the store then, and an AsOf
+// "as now" answers the engine's listing from the store's own, keeping
+// what it lists as the snapshot: one listing, not two. Verify, once the
+// mount has listed, checks that still no version was made after the
+// time; if one was, what was listed may be newer than the time, and the
+// mount must be made again from NewAsOfFromVersions.
 type AsOf struct {
 	src     Source
 	storeID string
-	snap    Snapshot
-	byID    map[string]*Entry
+	at      time.Time
+	asNow   bool // the snapshot is what the store's listing showed (see above)
+
+	mu    sync.Mutex
+	snap  Snapshot          // GUARDED_BY(mu) when asNow (filled by ListMemories)
+	byID  map[string]*Entry // GUARDED_BY(mu) when asNow
+	newer bool              // GUARDED_BY(mu): asNow listed a memory changed after at
 }
 
-// NewAsOf builds the store storeID as it was at at.
+// ErrChangedWhileRead: a version was made after the time while an AsOf
+// "as now" was listed (Verify).
+var ErrChangedWhileRead = errors.New("the store changed while it was read as it was")
+
+// NewAsOf builds the store storeID as it was at at: "as now" when no
+// version was made since (Verify after the mount's listing), else from
+// the versions (NewAsOfFromVersions).
 func NewAsOf(ctx context.Context, src Source, storeID string, at time.Time) (*AsOf, error) {
+	none, err := noneSince(ctx, src, storeID, at)
+	if err != nil {
+		return nil, fmt.Errorf("list the versions of %s made after %s: %w", storeID, at.Format(time.RFC3339), err)
+	}
+	if none {
+		return &AsOf{src: src, storeID: storeID, at: at, asNow: true, snap: Snapshot{At: at}, byID: map[string]*Entry{}}, nil
+	}
+	return NewAsOfFromVersions(ctx, src, storeID, at)
+}
+
+// NewAsOfFromVersions builds the store storeID as it was at at from its
+// versions (BuildSnapshot), before anything is listed from it.
+func NewAsOfFromVersions(ctx context.Context, src Source, storeID string, at time.Time) (*AsOf, error) {
 	snap, err := BuildSnapshot(ctx, src, storeID, at)
 	if err != nil {
 		return nil, err
 	}
-	a := &AsOf{src: src, storeID: storeID, snap: snap, byID: make(map[string]*Entry, len(snap.Entries))}
+	a := &AsOf{src: src, storeID: storeID, at: at, snap: snap, byID: make(map[string]*Entry, len(snap.Entries))}
 	for i := range snap.Entries {
 		a.byID[snap.Entries[i].MemoryID] = &snap.Entries[i]
 	}
 	return a, nil
 }
 
-// Snapshot is what the store held then.
-func (a *AsOf) Snapshot() Snapshot { return a.snap }
+// noneSince says whether no version of the store was made after at: its
+// newest version (the head of the listing, one row of the index) is not.
+func noneSince(ctx context.Context, src Source, storeID string, at time.Time) (bool, error) {
+	p, err := src.ListVersions(ctx, storeID, store.ListVersionsOptions{Limit: 1})
+	return err == nil && (len(p.Data) == 0 || !p.Data[0].CreatedAt.After(at)), err
+}
+
+// Verify checks, once the mount has listed the store, that an AsOf "as
+// now" listed the store as it was: no version made after the time, then
+// or since (versions are never taken back, so none now means none while
+// it was listed). ErrChangedWhileRead says the mount must be made again
+// (from NewAsOfFromVersions). Built from the versions, it is always true.
+func (a *AsOf) Verify(ctx context.Context) error {
+	if !a.asNow {
+		return nil
+	}
+	a.mu.Lock()
+	newer := a.newer
+	a.mu.Unlock()
+	none, err := noneSince(ctx, a.src, a.storeID, a.at)
+	switch {
+	case err != nil:
+		return err
+	case newer || !none:
+		return ErrChangedWhileRead
+	}
+	return nil
+}
+
+// Snapshot is what the store held then (as now: what the mount listed).
+func (a *AsOf) Snapshot() Snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.snap
+	s.Entries = append([]Entry(nil), s.Entries...)
+	sort.Slice(s.Entries, func(i, j int) bool { return s.Entries[i].Path < s.Entries[j].Path })
+	return s
+}
+
+// entry is the snapshot's entry of a memory.
+func (a *AsOf) entry(id string) *Entry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.byID[id]
+}
+
+// listNow answers a listing "as now": the store's own, whose memories
+// become the snapshot's.
+func (a *AsOf) listNow(ctx context.Context, opts store.ListMemoriesOptions) (store.Page[store.MemoryListItem], error) {
+	p, err := a.src.ListMemories(ctx, a.storeID, opts)
+	if err != nil {
+		return p, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, it := range p.Data {
+		m := it.Memory
+		if m == nil {
+			continue
+		}
+		if m.UpdatedAt.After(a.at) {
+			a.newer = true // changed since at: Verify says so
+		}
+		if a.byID[m.ID] == nil {
+			e := &Entry{MemoryID: m.ID, VersionID: m.MemoryVersionID, Path: m.Path,
+				SHA256: m.ContentSHA256, Size: m.ContentSizeBytes, Changed: m.UpdatedAt}
+			a.byID[m.ID] = e
+			a.snap.Entries = append(a.snap.Entries, *e)
+		}
+	}
+	return p, nil
+}
 
 // GetStore reads the store itself (its name, whether it is archived).
 func (a *AsOf) GetStore(ctx context.Context, storeID string) (*store.Store, error) {
@@ -58,6 +164,9 @@ func (a *AsOf) ListMemories(ctx context.Context, storeID string, opts store.List
 	}
 	if opts.Full {
 		return a.unchanged(ctx, opts)
+	}
+	if a.asNow {
+		return a.listNow(ctx, opts)
 	}
 	prefix := opts.PathPrefix
 	if prefix == "" {
@@ -94,7 +203,7 @@ func (a *AsOf) unchanged(ctx context.Context, opts store.ListMemoriesOptions) (s
 	kept := p.Data[:0]
 	for _, it := range p.Data {
 		if it.Memory != nil {
-			if e := a.byID[it.Memory.ID]; e == nil || e.VersionID != it.Memory.MemoryVersionID || it.Memory.Content == nil {
+			if e := a.entry(it.Memory.ID); e == nil || e.VersionID != it.Memory.MemoryVersionID || it.Memory.Content == nil {
 				continue
 			}
 		}
@@ -125,9 +234,9 @@ func (a *AsOf) GetMemory(ctx context.Context, storeID, memoryID string) (*store.
 	if err := a.check(storeID); err != nil {
 		return nil, err
 	}
-	e := a.byID[memoryID]
+	e := a.entry(memoryID)
 	if e == nil {
-		return nil, store.Errorf(store.ErrNotFound, "memory %s was not in the store at %s", memoryID, a.snap.At.Format(time.RFC3339Nano))
+		return nil, store.Errorf(store.ErrNotFound, "memory %s was not in the store at %s", memoryID, a.at.Format(time.RFC3339Nano))
 	}
 	v, err := a.src.GetVersion(ctx, storeID, e.VersionID)
 	if err != nil {
@@ -170,7 +279,7 @@ func (a *AsOf) DeleteMemory(ctx context.Context, storeID, memoryID string, expec
 }
 
 func (a *AsOf) readOnly() error {
-	return store.Errorf(store.ErrForbidden, "the store as it was at %s is read-only (memfs restore or memfs stores revert write the past back)", a.snap.At.Format(time.RFC3339))
+	return store.Errorf(store.ErrForbidden, "the store as it was at %s is read-only (memfs restore or memfs stores revert write the past back)", a.at.Format(time.RFC3339))
 }
 
 func (a *AsOf) check(storeID string) error {

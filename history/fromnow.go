@@ -33,27 +33,24 @@ func fromNow(ctx context.Context, src Source, storeID string, at time.Time) (Sna
 		return Snapshot{}, false, fmt.Errorf("list the memories of %s: %w", storeID, err)
 	}
 	budget := max(100, len(now)/20)
-	gte := after(at)
-	opts := store.ListVersionsOptions{CreatedGTE: &gte, Limit: store.MaxListLimit}
 	changed := map[string]bool{}
-	read := 0
-	for {
-		p, err := src.ListVersions(ctx, storeID, opts)
-		if err != nil {
-			return Snapshot{}, false, fmt.Errorf("list the versions of %s since %s: %w", storeID, at.Format(time.RFC3339), err)
-		}
-		read += len(p.Data)
-		for _, v := range p.Data {
+	since, all, err := versionsAfter(ctx, src, storeID, at, func(vs []store.Version) bool {
+		for _, v := range vs {
 			changed[v.MemoryID] = true
 		}
-		if len(changed) > budget {
-			return Snapshot{}, false, nil
-		}
-		if p.NextPage == "" {
-			break
-		}
-		opts.Page = p.NextPage
+		return len(changed) > budget
+	})
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("list the versions of %s since %s: %w", storeID, at.Format(time.RFC3339), err)
 	}
+	clear(changed)
+	for _, v := range since {
+		changed[v.MemoryID] = true
+	}
+	if !all || len(changed) > budget {
+		return Snapshot{}, false, nil
+	}
+	read := len(since)
 	snap := Snapshot{At: at, Versions: read}
 	for _, m := range now {
 		if !changed[m.ID] {

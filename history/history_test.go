@@ -376,3 +376,69 @@ func TestAsOfListsAsTheAPI(t *testing.T) {
 		t.Errorf("another store: %v", err)
 	}
 }
+
+// listLikeAMount lists a as a mount's load does: the root at depth 1,
+// then each prefix.
+func listLikeAMount(t *testing.T, a *AsOf) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := a.ListMemories(ctx, a.storeID, store.ListMemoriesOptions{Depth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range p.Data {
+		if it.Prefix != "" {
+			if _, err := a.ListMemories(ctx, a.storeID, store.ListMemoriesOptions{PathPrefix: it.Prefix}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestAsOfAsNow: with no version after the time, the store's own listing
+// is the snapshot (one listing), and Verify confirms it, unless a version
+// is made after the time before it runs.
+func TestAsOfAsNow(t *testing.T) {
+	b := (&vb{}).
+		add("v1", "r", store.OpCreated, "/root.md", "r", 1, "k").
+		add("v2", "x", store.OpCreated, "/d/x.md", "x", 2, "k").
+		add("v3", "y", store.OpCreated, "/d/e/y.md", "y", 3, "k").
+		add("v4", "x", store.OpModified, "/d/x.md", "x2", 4, "k")
+	src := &fakeSource{vs: b.vs}
+	ctx := context.Background()
+	at := t0.Add(5 * time.Minute)
+	a, err := NewAsOf(ctx, src, "memstore_1", at)
+	if err != nil || !a.asNow {
+		t.Fatalf("NewAsOf with nothing since: as now %v, %v", a != nil && a.asNow, err)
+	}
+	listLikeAMount(t, a)
+	if got, want := paths(a.Snapshot()), paths(SnapshotOf(b.vs, at)); got != want {
+		t.Errorf("as now, the listing gave %q, want %q", got, want)
+	}
+	if err := a.Verify(ctx); err != nil {
+		t.Errorf("Verify with nothing since: %v", err)
+	}
+	m, err := a.GetMemory(ctx, "memstore_1", "x")
+	if err != nil || *m.Content != "x2" {
+		t.Errorf("GetMemory(x) = %+v, %v", m, err)
+	}
+	// A version made after the time while (or after) the mount listed:
+	// what it listed may be newer; the mount must be made again.
+	src.vs = (&vb{vs: src.vs}).add("v5", "z", store.OpCreated, "/z.md", "z", 6, "k").vs
+	if err := a.Verify(ctx); !errors.Is(err, ErrChangedWhileRead) {
+		t.Errorf("Verify with a version since: %v, want ErrChangedWhileRead", err)
+	}
+	// A listing that shows a memory changed after the time fails Verify
+	// even once that version is redacted away from the filter's view.
+	a2 := &AsOf{src: src, storeID: "memstore_1", at: at, asNow: true, byID: map[string]*Entry{}}
+	listLikeAMount(t, a2)
+	src.vs = b.vs
+	if err := a2.Verify(ctx); !errors.Is(err, ErrChangedWhileRead) {
+		t.Errorf("Verify after listing a memory newer than the time: %v, want ErrChangedWhileRead", err)
+	}
+	// From the versions: never as now, Verify always true.
+	a3, err := NewAsOfFromVersions(ctx, src, "memstore_1", at)
+	if err != nil || a3.asNow || a3.Verify(ctx) != nil || paths(a3.Snapshot()) != paths(SnapshotOf(b.vs, at)) {
+		t.Errorf("NewAsOfFromVersions: %v", err)
+	}
+}

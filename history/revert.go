@@ -208,12 +208,13 @@ type Writer interface {
 // PlanRevert reads what the scope changed in storeID and works out the
 // revert (nothing is written).
 func PlanRevert(ctx context.Context, w Writer, storeID string, scope Scope, force bool) (Plan, error) {
-	opts := store.ListVersionsOptions{SessionID: scope.SessionID}
-	if scope.SessionID == "" {
-		since := after(scope.Since)
-		opts.CreatedGTE = &since
+	var touched []store.Version
+	var err error
+	if scope.SessionID != "" {
+		touched, err = listAll(ctx, w, storeID, store.ListVersionsOptions{SessionID: scope.SessionID})
+	} else {
+		touched, _, err = versionsAfter(ctx, w, storeID, scope.Since, nil)
 	}
-	touched, err := listAll(ctx, w, storeID, opts)
 	if err != nil {
 		return Plan{}, fmt.Errorf("list the versions of %s: %w", scope, err)
 	}

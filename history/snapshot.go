@@ -95,9 +95,36 @@ func BuildSnapshot(ctx context.Context, src Source, storeID string, at time.Time
 	return snap, nil
 }
 
-// after is the first time the store can stamp a version after t (its
-// times are microseconds): the created_at[gte] of "made after t".
-func after(t time.Time) time.Time { return t.Truncate(time.Microsecond).Add(time.Microsecond) }
+// versionsAfter lists the versions made after at, newest first, by
+// walking the store's versions newest first, unfiltered, until one made
+// at or before at: each page is the head of the listing, which every
+// server answers from its index (memfs serve applies a created_at filter
+// to each row it walks, so a filtered listing with few matches reads every
+// older version). stop, called with what was listed so far after each
+// page, ends the walk early (false: not all were listed).
+func versionsAfter(ctx context.Context, src Source, storeID string, at time.Time, stop func([]store.Version) bool) ([]store.Version, bool, error) {
+	opts := store.ListVersionsOptions{Limit: store.MaxListLimit}
+	var out []store.Version
+	for {
+		p, err := src.ListVersions(ctx, storeID, opts)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, v := range p.Data {
+			if !v.CreatedAt.After(at) {
+				return out, true, nil
+			}
+			out = append(out, v)
+		}
+		if p.NextPage == "" {
+			return out, true, nil
+		}
+		if stop != nil && stop(out) {
+			return out, false, nil
+		}
+		opts.Page = p.NextPage
+	}
+}
 
 // listAll lists every version matching opts, newest first, following
 // next_page (store.MaxListLimit a page).

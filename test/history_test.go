@@ -11,10 +11,15 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,11 +203,12 @@ func (e *hsEnv) replayVersions(at time.Time) map[string]string {
 }
 
 // TestHistoryAtMount mounts a store as it was (in both mount modes) at
-// three moments of its history (creates; an edit, a move, a delete and a create; a delete and a
-// create at the same path, an edit) and checks that each mount holds
-// exactly, in paths and bytes, what was written up to then, and what a
-// replay of the versions to then gives. A version redacted since is
-// decided: its memory is left out at that moment, with a warning.
+// four moments of its history (creates; an edit, a move, a delete and a
+// create; a delete and a create at the same path, an edit; after every
+// version) and checks that each mount holds exactly, in paths and bytes,
+// what was written up to then, and what a replay of the versions to then
+// gives. A version redacted since is decided: its memory is left out at
+// that moment, with a warning.
 func TestHistoryAtMount(t *testing.T) {
 	mtRequireFUSE(t)
 	for _, b := range serveBackends {
@@ -242,11 +248,14 @@ func TestHistoryAtMount(t *testing.T) {
 			}
 			delete(at2, "/n.md")
 			delete(at3, "/n.md")
+			// A fourth cut after every version: the store now is the store
+			// then ("as now": the mount's own listing, checked after it).
+			t4, at4 := hsCut(), e.contents()
 
 			for i, c := range []struct {
 				at   time.Time
 				want map[string]string
-			}{{t1, at1}, {t2, at2}, {t3, at3}} {
+			}{{t1, at1}, {t2, at2}, {t3, at3}, {t4, at4}} {
 				if d := mtDiff(e.replayVersions(c.at), c.want); d != "" {
 					t.Fatalf("cut %d: the versions replayed differ from what was written:\n%s", i+1, d)
 				}
@@ -258,8 +267,8 @@ func TestHistoryAtMount(t *testing.T) {
 						t.Errorf("cut %d, %s: the --at mount differs from the store then (- mount, + then):\n%s", i+1, mode, d)
 					}
 					redacted := strings.Contains(m.Output(), "redacted_left_out=1")
-					if redacted != (i > 0) {
-						t.Errorf("cut %d, %s: the warning about a redacted version: %v, want %v:\n%s", i+1, mode, redacted, i > 0, m.Output())
+					if want := i == 1 || i == 2; redacted != want {
+						t.Errorf("cut %d, %s: the warning about a redacted version: %v, want %v:\n%s", i+1, mode, redacted, want, m.Output())
 					}
 					if i == 0 && mode == mtFUSE {
 						st := e.ok("status", "--state-dir", m.Opts.StateDir)
@@ -477,4 +486,41 @@ func lines(out string) [][]string {
 		rows = append(rows, strings.Fields(l))
 	}
 	return rows
+}
+
+// TestHistoryAtMountChangedWhileRead: a mount --at a moment after the
+// last version lists the store itself ("as now"); a memory created while
+// it lists (a proxy creates it as the first listing passes) is newer
+// than the moment, so the mount is made again from the versions, and
+// the file is not in it.
+func TestHistoryAtMountChangedWhileRead(t *testing.T) {
+	e := newHsEnv(t, "", map[string]string{"/a.md": "alpha\n", "/d/b.md": "bravo\n"})
+	want := e.contents()
+	at := hsCut()
+	target, err := url.Parse(e.serve.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/memories") {
+			once.Do(func() { hsPut(t, e.cl, e.storeID, "/intruder.md", "made while the past was read\n") })
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	m := harness.StartMount(t, harness.MountOptions{URL: proxy.URL, APIKey: e.serve.AdminKey, Store: e.storeID,
+		Dir: filepath.Join(t.TempDir(), "past"), Directory: true,
+		Args: []string{"--at", at.UTC().Format(time.RFC3339Nano), "--mount-mode", mtDirectory}})
+	defer mtStop(t, m)
+	if !strings.Contains(m.Output(), "mounting it again from its versions") {
+		t.Errorf("the mount did not say it was made again:\n%s", m.Output())
+	}
+	if d := mtDiff(mtMountFiles(t, m.Dir), want); d != "" {
+		t.Errorf("the --at mount differs from the store then (- mount, + then):\n%s", d)
+	}
+	if _, ok := e.contents()["/intruder.md"]; !ok {
+		t.Fatal("the proxy made no change: the test tested nothing")
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -282,47 +283,41 @@ func runMount(args []string) error {
 	if err := prepareMountDir(a.mountpoint, a.mkdir); err != nil {
 		return err
 	}
-	var st syncqueue.Store = cl
 	var labels worker.MountLabels
 	if !a.at.IsZero() {
 		labels.AsOf = &a.at
-		asOf, err := history.NewAsOf(ctx, cl, a.storeID, a.at)
-		if err != nil {
-			if h := serviceHint(err, a.apiURL); h != "" {
-				return fmt.Errorf("%w\nhint: %s", err, h)
-			}
-			return err
-		}
-		snap := asOf.Snapshot()
-		fields := logrus.Fields{"at": snap.At.UTC().Format(time.RFC3339Nano), "memories": len(snap.Entries), "versions_read": snap.Versions}
-		if len(snap.Redacted) > 0 {
-			fields["redacted_left_out"] = len(snap.Redacted)
-			log.WithFields(fields).Warn("mounting the store as it was, read-only; memories whose version then is redacted are left out: their path and content are gone for ever")
-		} else {
-			log.WithFields(fields).Info("mounting the store as it was, read-only")
-		}
-		st = asOf
 	}
 	status := startStatus(sf.stateDir, log)
 	defer status.Close()
-	m, err := worker.MountStore(ctx, worker.MountOptions{
-		Engine: syncqueue.EngineOptions{
-			StoreID: a.storeID, Store: st, StateDir: sf.stateDir, ReadOnly: a.readOnly,
-			Interval: a.interval, Quiet: a.quiet, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
-			Owner: a.owner, OnLoad: onLoad,
-		},
-		Mountpoint: a.mountpoint,
-		Mode:       sf.mountMode,
-		FS:         fs.MountOptions{AllowOther: a.allowOther, Debug: a.debug},
-		Log:        log,
-		Status:     status,
-		Labels:     labels,
-		Metrics:    mm,
-	})
-	if err != nil {
-		if h := serviceHint(err, a.apiURL); h != "" {
-			return fmt.Errorf("%w\nhint: %s", err, h)
+	mount := func(st syncqueue.Store) (*worker.Mounted, error) {
+		m, err := worker.MountStore(ctx, worker.MountOptions{
+			Engine: syncqueue.EngineOptions{
+				StoreID: a.storeID, Store: st, StateDir: sf.stateDir, ReadOnly: a.readOnly,
+				Interval: a.interval, Quiet: a.quiet, Deletions: sf.deletions, DeleteDelay: sf.deleteDelay,
+				Owner: a.owner, OnLoad: onLoad,
+			},
+			Mountpoint: a.mountpoint,
+			Mode:       sf.mountMode,
+			FS:         fs.MountOptions{AllowOther: a.allowOther, Debug: a.debug},
+			Log:        log,
+			Status:     status,
+			Labels:     labels,
+			Metrics:    mm,
+		})
+		if err != nil {
+			if h := serviceHint(err, a.apiURL); h != "" {
+				return nil, fmt.Errorf("%w\nhint: %s", err, h)
+			}
 		}
+		return m, err
+	}
+	var m *worker.Mounted
+	if a.at.IsZero() {
+		m, err = mount(cl)
+	} else {
+		m, err = mountAt(ctx, closeCtx, a, cl, mount, log)
+	}
+	if err != nil {
 		return err
 	}
 	outside := waitMountEnd(ctx, m, a.storeID, log)
@@ -333,6 +328,52 @@ func runMount(args []string) error {
 	}
 	return stopError([]syncqueue.Left{left}, closeCtx.Err() != nil,
 		fmt.Sprintf("the next 'memfs mount' of %s with --state-dir %s (or 'memfs replay --state-dir %s')", a.storeID, sf.stateDir, sf.stateDir), err)
+}
+
+// mountAt mounts the store as it was at a.at (memfs mount --at). "As
+// now" (nothing changed since a.at: the mount's own listing is the past)
+// is checked once mounted; if the store changed while it was listed, the
+// mount is made again from the versions.
+func mountAt(ctx, closeCtx context.Context, a mountArgs, cl *client.Client, mount func(syncqueue.Store) (*worker.Mounted, error), log logrus.FieldLogger) (*worker.Mounted, error) {
+	asOf, err := history.NewAsOf(ctx, cl, a.storeID, a.at)
+	if err != nil {
+		if h := serviceHint(err, a.apiURL); h != "" {
+			return nil, fmt.Errorf("%w\nhint: %s", err, h)
+		}
+		return nil, err
+	}
+	m, err := mount(asOf)
+	if err != nil {
+		return nil, err
+	}
+	switch verr := asOf.Verify(ctx); {
+	case errors.Is(verr, history.ErrChangedWhileRead):
+		log.Info("the store changed while it was read as it was: mounting it again from its versions")
+		if err := m.Close(closeCtx, true); err != nil {
+			return nil, err
+		}
+		if err := prepareMountDir(a.mountpoint, a.mkdir); err != nil {
+			return nil, err
+		}
+		if asOf, err = history.NewAsOfFromVersions(ctx, cl, a.storeID, a.at); err != nil {
+			return nil, err
+		}
+		if m, err = mount(asOf); err != nil {
+			return nil, err
+		}
+	case verr != nil:
+		m.Close(closeCtx, true)
+		return nil, verr
+	}
+	snap := asOf.Snapshot()
+	fields := logrus.Fields{"at": snap.At.UTC().Format(time.RFC3339Nano), "memories": len(snap.Entries), "versions_read": snap.Versions}
+	if len(snap.Redacted) > 0 {
+		fields["redacted_left_out"] = len(snap.Redacted)
+		log.WithFields(fields).Warn("mounted the store as it was, read-only; memories whose version then is redacted are left out: their path and content are gone for ever")
+	} else {
+		log.WithFields(fields).Info("mounted the store as it was, read-only")
+	}
+	return m, nil
 }
 
 // waitMountEnd prints that the store is mounted and serves SIGUSR1 until

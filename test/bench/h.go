@@ -136,17 +136,12 @@ func benchAt(ctx context.Context, cfg config, env *sEnv, storeID string, layout 
 	var versionsRead int
 	mountOnce := func(past bool) error {
 		var wrap func(*client.Client) (syncqueue.Store, error)
+		var asOf *history.AsOf
 		if past {
 			wrap = func(cl *client.Client) (syncqueue.Store, error) {
-				a, err := history.NewAsOf(ctx, cl, storeID, at)
-				if err != nil {
-					return nil, err
-				}
-				if n := len(a.Snapshot().Entries); n != want {
-					return nil, fmt.Errorf("the store as it was holds %d memories, want %d", n, want)
-				}
-				versionsRead = a.Snapshot().Versions
-				return a, nil
+				var err error
+				asOf, err = history.NewAsOf(ctx, cl, storeID, at)
+				return asOf, err
 			}
 		}
 		start := time.Now()
@@ -154,10 +149,19 @@ func benchAt(ctx context.Context, cfg config, env *sEnv, storeID string, layout 
 		if err != nil {
 			return err
 		}
+		if asOf != nil {
+			err = asOf.Verify(ctx) // as memfs mount --at does, before it says it is mounted
+		}
 		lerr := lsL(m.dir)
 		took := time.Since(start).Seconds()
-		if err := errors.Join(lerr, m.close()); err != nil {
+		if err := errors.Join(err, lerr, m.close()); err != nil {
 			return err
+		}
+		if asOf != nil {
+			if n := len(asOf.Snapshot().Entries); n != want {
+				return fmt.Errorf("the store as it was holds %d memories, want %d", n, want)
+			}
+			versionsRead = asOf.Snapshot().Versions
 		}
 		if past {
 			atT = append(atT, took)
