@@ -130,7 +130,7 @@ func planOne(scope Scope, vs []store.Version, force bool) (Step, bool) {
 	if scope.SessionID != "" {
 		for _, v := range vs[:first] {
 			if !scope.in(v) {
-				st.Skip = fmt.Sprintf("changed since by %s at %s", actorString(v.CreatedBy), v.CreatedAt.UTC().Format(time.RFC3339))
+				st.Skip = fmt.Sprintf("changed since by %s at %s", v.CreatedBy.String(), v.CreatedAt.UTC().Format(time.RFC3339))
 				break
 			}
 		}
@@ -324,14 +324,3 @@ func applyStep(ctx context.Context, w Writer, storeID string, s *Step) error {
 	return nil
 }
 
-// actorString is key:ID or session:ID.
-func actorString(a *store.Actor) string {
-	switch {
-	case a == nil:
-		return "?"
-	case a.Type == store.ActorSession:
-		return "session:" + a.SessionID
-	default:
-		return "key:" + a.APIKeyID
-	}
-}

@@ -112,6 +112,20 @@ type Actor struct {
 	SessionID string `json:"session_id,omitempty"`
 }
 
+// String names who made a change, as the commands show it: key:ID or
+// session:ID ("-" for none).
+func (a *Actor) String() string {
+	switch {
+	case a == nil:
+		return "-"
+	case a.Type == ActorSession:
+		return "session:" + a.SessionID
+	case a.Type == ActorAPI:
+		return "key:" + a.APIKeyID
+	}
+	return a.Type
+}
+
 // Actor types.
 const (
 	ActorAPI     = "api_actor"

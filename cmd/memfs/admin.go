@@ -349,19 +349,6 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// fmtActor names who made a change: key:ID or session:ID.
-func fmtActor(act *store.Actor) string {
-	switch {
-	case act == nil:
-		return "-"
-	case act.Type == store.ActorSession:
-		return "session:" + act.SessionID
-	case act.Type == store.ActorAPI:
-		return "key:" + act.APIKeyID
-	}
-	return act.Type
-}
-
 // metadataFlag collects repeated --metadata KEY=VALUE flags in order.
 type metadataFlag []kv
 

@@ -114,7 +114,7 @@ func (a *admin) printPlan(plan history.Plan, dry bool) error {
 		case s.NewMemoryID != "":
 			res += " (now " + s.NewMemoryID + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.MemoryID, s.Action, oneLine(now), oneLine(to), fmtActor(s.Head.CreatedBy), res)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.MemoryID, s.Action, oneLine(now), oneLine(to), s.Head.CreatedBy.String(), res)
 	}
 	return tw.Flush()
 }

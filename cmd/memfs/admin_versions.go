@@ -79,7 +79,7 @@ Examples:
 	tw := a.table("ID", "OPERATION", "PATH", "SIZE", "CREATED", "BY")
 	for _, v := range versions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Operation, versionPath(&v), versionSize(&v),
-			fmtTime(v.CreatedAt), fmtActor(v.CreatedBy))
+			fmtTime(v.CreatedAt), v.CreatedBy.String())
 	}
 	return tw.Flush()
 }
@@ -130,9 +130,9 @@ Examples:
 		fmt.Fprintf(tw, "sha256:\t%s\n", *v.ContentSHA256)
 	}
 	fmt.Fprintf(tw, "size:\t%s\n", versionSize(v))
-	fmt.Fprintf(tw, "created:\t%s by %s\n", fmtTime(v.CreatedAt), fmtActor(v.CreatedBy))
+	fmt.Fprintf(tw, "created:\t%s by %s\n", fmtTime(v.CreatedAt), v.CreatedBy.String())
 	if v.RedactedAt != nil {
-		fmt.Fprintf(tw, "redacted:\t%s by %s\n", fmtTime(*v.RedactedAt), fmtActor(v.RedactedBy))
+		fmt.Fprintf(tw, "redacted:\t%s by %s\n", fmtTime(*v.RedactedAt), v.RedactedBy.String())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -216,7 +216,7 @@ Examples:
 		if v.ContentSHA256 != nil {
 			sha = (*v.ContentSHA256)[:min(12, len(*v.ContentSHA256))]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, fmtTime(v.CreatedAt), v.Operation, fmtActor(v.CreatedBy),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, fmtTime(v.CreatedAt), v.Operation, v.CreatedBy.String(),
 			versionPath(&v), versionSize(&v), sha)
 	}
 	return tw.Flush()
