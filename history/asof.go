@@ -134,10 +134,9 @@ func (a *AsOf) listNow(ctx context.Context, opts store.ListMemoriesOptions) (sto
 			a.newer = true // changed since at: Verify says so
 		}
 		if a.byID[m.ID] == nil {
-			e := &Entry{MemoryID: m.ID, VersionID: m.MemoryVersionID, Path: m.Path,
-				SHA256: m.ContentSHA256, Size: m.ContentSizeBytes, Changed: m.UpdatedAt}
-			a.byID[m.ID] = e
-			a.snap.Entries = append(a.snap.Entries, *e)
+			e := entryOf(m)
+			a.byID[m.ID] = &e
+			a.snap.Entries = append(a.snap.Entries, e)
 		}
 	}
 	return p, nil

@@ -33,29 +33,21 @@ func fromNow(ctx context.Context, src Source, storeID string, at time.Time) (Sna
 		return Snapshot{}, false, fmt.Errorf("list the memories of %s: %w", storeID, err)
 	}
 	budget := max(100, len(now)/20)
-	changed := map[string]bool{}
-	since, all, err := versionsAfter(ctx, src, storeID, at, func(vs []store.Version) bool {
-		for _, v := range vs {
-			changed[v.MemoryID] = true
-		}
-		return len(changed) > budget
-	})
+	since, complete, err := versionsAfter(ctx, src, storeID, at, budget)
 	if err != nil {
 		return Snapshot{}, false, fmt.Errorf("list the versions of %s since %s: %w", storeID, at.Format(time.RFC3339), err)
 	}
-	clear(changed)
+	changed := map[string]bool{}
 	for _, v := range since {
 		changed[v.MemoryID] = true
 	}
-	if !all || len(changed) > budget {
+	if !complete || len(changed) > budget {
 		return Snapshot{}, false, nil
 	}
-	read := len(since)
-	snap := Snapshot{At: at, Versions: read}
-	for _, m := range now {
-		if !changed[m.ID] {
-			snap.Entries = append(snap.Entries, Entry{MemoryID: m.ID, VersionID: m.MemoryVersionID, Path: m.Path,
-				SHA256: m.ContentSHA256, Size: m.ContentSizeBytes, Changed: m.UpdatedAt})
+	snap := Snapshot{At: at, Versions: len(since)}
+	for i := range now {
+		if !changed[now[i].ID] {
+			snap.Entries = append(snap.Entries, entryOf(&now[i]))
 		}
 	}
 	var mu sync.Mutex

@@ -213,7 +213,7 @@ func PlanRevert(ctx context.Context, w Writer, storeID string, scope Scope, forc
 	if scope.SessionID != "" {
 		touched, err = listAll(ctx, w, storeID, store.ListVersionsOptions{SessionID: scope.SessionID})
 	} else {
-		touched, _, err = versionsAfter(ctx, w, storeID, scope.Since, nil)
+		touched, _, err = versionsAfter(ctx, w, storeID, scope.Since, 0)
 	}
 	if err != nil {
 		return Plan{}, fmt.Errorf("list the versions of %s: %w", scope, err)
@@ -323,4 +323,3 @@ func applyStep(ctx context.Context, w Writer, storeID string, s *Step) error {
 	}
 	return nil
 }
-

@@ -29,6 +29,12 @@ type Entry struct {
 	Changed time.Time
 }
 
+// entryOf is the entry of a memory as the store lists it now.
+func entryOf(m *store.Memory) Entry {
+	return Entry{MemoryID: m.ID, VersionID: m.MemoryVersionID, Path: m.Path,
+		SHA256: m.ContentSHA256, Size: m.ContentSizeBytes, Changed: m.UpdatedAt}
+}
+
 // Snapshot is a store as it was At: each memory at its last version at or
 // before At, in path order. A memory deleted by then is not in it, and
 // neither is one whose version then is redacted: redaction wipes the
@@ -100,11 +106,11 @@ func BuildSnapshot(ctx context.Context, src Source, storeID string, at time.Time
 // at or before at: each page is the head of the listing, which every
 // server answers from its index (memfs serve applies a created_at filter
 // to each row it walks, so a filtered listing with few matches reads every
-// older version). stop, called with what was listed so far after each
-// page, ends the walk early (false: not all were listed).
-func versionsAfter(ctx context.Context, src Source, storeID string, at time.Time, stop func([]store.Version) bool) ([]store.Version, bool, error) {
+// older version). With maxMemories > 0 the walk ends once the versions
+// listed name more memories than that: complete is then false.
+func versionsAfter(ctx context.Context, src Source, storeID string, at time.Time, maxMemories int) (vs []store.Version, complete bool, err error) {
 	opts := store.ListVersionsOptions{Limit: store.MaxListLimit}
-	var out []store.Version
+	named := map[string]bool{}
 	for {
 		p, err := src.ListVersions(ctx, storeID, opts)
 		if err != nil {
@@ -112,15 +118,16 @@ func versionsAfter(ctx context.Context, src Source, storeID string, at time.Time
 		}
 		for _, v := range p.Data {
 			if !v.CreatedAt.After(at) {
-				return out, true, nil
+				return vs, true, nil
 			}
-			out = append(out, v)
+			vs = append(vs, v)
+			named[v.MemoryID] = true
 		}
-		if p.NextPage == "" {
-			return out, true, nil
-		}
-		if stop != nil && stop(out) {
-			return out, false, nil
+		switch {
+		case p.NextPage == "":
+			return vs, true, nil
+		case maxMemories > 0 && len(named) > maxMemories:
+			return vs, false, nil
 		}
 		opts.Page = p.NextPage
 	}
