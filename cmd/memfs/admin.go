@@ -297,6 +297,15 @@ func (a *admin) explain(err error) error {
 	return fmt.Errorf("%w\nhint: %s", err, hint)
 }
 
+// withServiceHint is err with serviceHint's hint added, if it has one
+// (nil stays nil).
+func withServiceHint(err error, apiURL string) error {
+	if h := serviceHint(err, apiURL); err != nil && h != "" {
+		return fmt.Errorf("%w\nhint: %s", err, h)
+	}
+	return err
+}
+
 // serviceHint is what to do about an error that every command talking to
 // memfs serve at apiURL can meet: its key refused, the service not
 // answering. "" for any other error.

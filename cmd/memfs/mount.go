@@ -304,12 +304,7 @@ func runMount(args []string) error {
 			Labels:     labels,
 			Metrics:    mm,
 		})
-		if err != nil {
-			if h := serviceHint(err, a.apiURL); h != "" {
-				return nil, fmt.Errorf("%w\nhint: %s", err, h)
-			}
-		}
-		return m, err
+		return m, withServiceHint(err, a.apiURL)
 	}
 	var m *worker.Mounted
 	if a.at.IsZero() {
@@ -337,10 +332,7 @@ func runMount(args []string) error {
 func mountAt(ctx, closeCtx context.Context, a mountArgs, cl *client.Client, mount func(syncqueue.Store) (*worker.Mounted, error), log logrus.FieldLogger) (*worker.Mounted, error) {
 	asOf, err := history.NewAsOf(ctx, cl, a.storeID, a.at)
 	if err != nil {
-		if h := serviceHint(err, a.apiURL); h != "" {
-			return nil, fmt.Errorf("%w\nhint: %s", err, h)
-		}
-		return nil, err
+		return nil, withServiceHint(err, a.apiURL)
 	}
 	m, err := mount(asOf)
 	if err != nil {
@@ -356,7 +348,7 @@ func mountAt(ctx, closeCtx context.Context, a mountArgs, cl *client.Client, moun
 			return nil, err
 		}
 		if asOf, err = history.NewAsOfFromVersions(ctx, cl, a.storeID, a.at); err != nil {
-			return nil, err
+			return nil, withServiceHint(err, a.apiURL)
 		}
 		if m, err = mount(asOf); err != nil {
 			return nil, err
